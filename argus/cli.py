@@ -1,0 +1,55 @@
+"""The ``argus`` command.
+
+Each subcommand lives in its own module that exposes ``add_arguments(parser)`` and
+``run(args) -> int``; heavy imports (solvers, drivers) happen inside ``run`` so that
+``argus --help`` and ``argus --version`` stay fast and never fail on a missing tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from argus import __version__
+from argus.errors import ArgusError
+
+# name -> (module, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "doctor": ("argus.doctor", "report what this machine can do (solvers, toolchains, GPUs)"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="argus",
+        description="Verification-first GPU kernels: prove, then emit PTX / AMDGCN.",
+    )
+    parser.add_argument("--version", action="version", version=f"argus {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except ArgusError as err:
+        print(f"argus: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("argus: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""Test-suite configuration: markers, hypothesis profiles, per-module time budgets.
+
+* ``gpu`` tests run only where a CUDA driver and device answer; elsewhere they are skipped
+  with the reason the probe gave.
+* ``slow`` tests run with ``--slow`` (or ``ARGUS_SLOW=1``), which also selects the thorough
+  hypothesis profile.
+* Every test module has a wall-clock budget (``[tool.argus.test-budget]`` in pyproject.toml);
+  a module that overruns it fails the session, so the default suite keeps its ~15 minute
+  bound on 2 cores as it grows.  ``ARGUS_TEST_BUDGET=off`` disables the check.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("dev", max_examples=20, deadline=None)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _slow_enabled(config: pytest.Config) -> bool:
+    return bool(config.getoption("--slow")) or os.environ.get("ARGUS_SLOW") == "1"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--slow", action="store_true", help="also run tests marked slow")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    profile = os.environ.get("HYPOTHESIS_PROFILE") or ("thorough" if _slow_enabled(config) else "ci")
+    settings.load_profile(profile)
+    config._argus_module_time = defaultdict(float)  # type: ignore[attr-defined]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    run_slow = _slow_enabled(config)
+    gpu_reason: str | None = None
+    gpu_checked = False
+    for item in items:
+        if "slow" in item.keywords and not run_slow:
+            item.add_marker(pytest.mark.skip(reason="slow: run with --slow or ARGUS_SLOW=1"))
+        if "gpu" in item.keywords:
+            if not gpu_checked:
+                from argus.toolchain import cuda_device
+
+                probe = cuda_device()
+                gpu_reason = None if probe.ok else f"no CUDA device: {probe.detail}"
+                gpu_checked = True
+            if gpu_reason:
+                item.add_marker(pytest.mark.skip(reason=gpu_reason))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    module = report.nodeid.split("::", 1)[0]
+    cfg = _CONFIG.get("config")
+    if cfg is not None:
+        cfg._argus_module_time[module] += report.duration  # type: ignore[attr-defined]
+
+
+_CONFIG: dict[str, pytest.Config] = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _CONFIG["config"] = session.config
+    session.config._argus_started = time.monotonic()  # type: ignore[attr-defined]
+
+
+def _budgets() -> dict[str, float]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return data.get("tool", {}).get("argus", {}).get("test-budget", {"default": 60})
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if os.environ.get("ARGUS_TEST_BUDGET") == "off" or _slow_enabled(session.config):
+        return
+    budgets = _budgets()
+    over = []
+    for module, seconds in session.config._argus_module_time.items():  # type: ignore[attr-defined]
+        limit = float(budgets.get(module, budgets.get("default", 60)))
+        if seconds > limit:
+            over.append(f"{module}: {seconds:.1f}s > budget {limit:.0f}s")
+    if over:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line("argus test budget exceeded:", red=True)
+            for line in over:
+                reporter.write_line("  " + line, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
