@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from argus import __version__
@@ -46,6 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     except ArgusError as err:
         print(f"argus: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader went away (e.g. `argus doctor --json | head`): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("argus: interrupted", file=sys.stderr)
         return 130

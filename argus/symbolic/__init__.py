@@ -36,34 +36,34 @@ from typing import Any, Protocol, Union, runtime_checkable
 import sympy
 
 __all__ = [
-    "IntTerm",
-    "IntLike",
-    "FloorDiv",
-    "TruncDiv",
-    "TruncMod",
-    "BitXor",
     "BitAnd",
     "BitOr",
-    "size_symbol",
+    "BitXor",
+    "FloorDiv",
+    "IntLike",
+    "IntTerm",
+    "TruncDiv",
+    "TruncMod",
+    "bit_and",
+    "bit_or",
+    "ceil_div",
+    "decide",
+    "divides",
+    "evaluate",
+    "floordiv",
+    "free_symbols",
     "index_symbol",
     "is_static",
-    "static_value",
-    "normalize",
-    "to_sympy",
-    "floordiv",
     "mod",
-    "ceil_div",
+    "normalize",
+    "shl",
+    "shr",
+    "size_symbol",
+    "static_value",
+    "to_sympy",
     "trunc_div",
     "trunc_mod",
     "xor",
-    "bit_and",
-    "bit_or",
-    "shl",
-    "shr",
-    "evaluate",
-    "free_symbols",
-    "decide",
-    "divides",
 ]
 
 
@@ -100,7 +100,7 @@ class FloorDiv(sympy.Function):
     is_integer = True
 
     @classmethod
-    def eval(cls, a, b):  # noqa: D102 - sympy hook
+    def eval(cls, a, b):
         v = _ints(a, b)
         if v is not None:
             if v[1] == 0:
@@ -146,7 +146,7 @@ class TruncDiv(sympy.Function):
     is_integer = True
 
     @classmethod
-    def eval(cls, a, b):  # noqa: D102
+    def eval(cls, a, b):
         v = _ints(a, b)
         if v is not None:
             return sympy.Integer(_trunc_div_int(*v))
@@ -163,7 +163,7 @@ class TruncMod(sympy.Function):
     is_integer = True
 
     @classmethod
-    def eval(cls, a, b):  # noqa: D102
+    def eval(cls, a, b):
         v = _ints(a, b)
         if v is not None:
             return sympy.Integer(v[0] - v[1] * _trunc_div_int(*v))
@@ -178,7 +178,7 @@ class BitXor(sympy.Function):
     is_integer = True
 
     @classmethod
-    def eval(cls, a, b):  # noqa: D102
+    def eval(cls, a, b):
         v = _ints(a, b)
         if v is not None:
             return sympy.Integer(v[0] ^ v[1])
@@ -197,7 +197,7 @@ class BitAnd(sympy.Function):
     is_integer = True
 
     @classmethod
-    def eval(cls, a, b):  # noqa: D102
+    def eval(cls, a, b):
         v = _ints(a, b)
         if v is not None:
             return sympy.Integer(v[0] & v[1])
@@ -214,7 +214,7 @@ class BitOr(sympy.Function):
     is_integer = True
 
     @classmethod
-    def eval(cls, a, b):  # noqa: D102
+    def eval(cls, a, b):
         v = _ints(a, b)
         if v is not None:
             return sympy.Integer(v[0] | v[1])
