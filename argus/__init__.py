@@ -7,6 +7,6 @@ safety properties are proved by SMT (``argus.smt``) over a layout algebra
 
 __version__ = "0.1.0"
 
-from argus.errors import ArgusError, SourcePosition  # noqa: E402
+from argus.errors import ArgusError, SourcePosition
 
 __all__ = ["ArgusError", "SourcePosition", "__version__"]
