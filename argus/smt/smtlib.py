@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from argus.smt.terms import Term
+from argus.smt.terms import Term, bitwise_encoding, subterms
 
 __all__ = ["quote_symbol", "sort_to_smtlib", "term_to_smtlib"]
 
@@ -37,16 +37,22 @@ def _bv_literal(value: int, width: int) -> str:
     return "#b" + format(value, f"0{width}b")
 
 
-_BITWISE_BV = {"int_xor": "bvxor", "int_and": "bvand", "int_or": "bvor"}
+_BITWISE_BV = frozenset({"int_xor", "int_and", "int_or"})
 
 
-def term_to_smtlib(term: Term) -> str:
-    """The SMT-LIB 2 text of ``term`` (shared subterms are printed at each use)."""
-    text: dict[Term, str] = {}
-    from argus.smt.terms import subterms
+def term_to_smtlib(term: Term, memo: dict[Term, str] | None = None) -> str:
+    """The SMT-LIB 2 text of ``term`` (shared subterms are printed at each use).
 
+    ``memo`` (term -> text) may be shared between calls that print related terms.
+    """
+    text: dict[Term, str] = {} if memo is None else memo
     for t in subterms(term):
-        text[t] = _node(t, [text[a] for a in t.args])
+        if t in text:
+            continue
+        if t.op in _BITWISE_BV:
+            text[t] = term_to_smtlib(bitwise_encoding(t), text)
+        else:
+            text[t] = _node(t, [text[a] for a in t.args])
     return text[term]
 
 
@@ -65,13 +71,6 @@ def _node(t: Term, args: list[str]) -> str:
         return f"({quote_symbol(t.params[0].name)} {' '.join(args)})"
     if op == "neg":
         return f"(- {args[0]})"
-    if op in _BITWISE_BV:
-        w, signed = t.params
-        inner = f"({_BITWISE_BV[op]} ((_ int2bv {w}) {args[0]}) ((_ int2bv {w}) {args[1]}))"
-        if not signed:
-            return f"(bv2nat {inner})"
-        half = 1 << (w - 1)
-        return f"(- (bv2nat (bvxor {inner} {_bv_literal(half, w)})) {half})"
     if op == "int2bv":
         return f"((_ int2bv {t.params[0]}) {args[0]})"
     if op == "extract":

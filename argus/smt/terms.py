@@ -88,6 +88,7 @@ __all__ = [
     "BOOL",
     "FALSE",
     "INT",
+    "OPS",
     "TRUE",
     "BitVec",
     "Function",
@@ -98,6 +99,8 @@ __all__ = [
     "add",
     "and_",
     "app",
+    "bitwise_encoding",
+    "bitwise_width",
     "bool_const",
     "bool_var",
     "bv2nat",
@@ -149,6 +152,7 @@ __all__ = [
     "neg",
     "not_",
     "or_",
+    "rebuild",
     "sge",
     "sgt",
     "sign_extend",
@@ -1114,6 +1118,26 @@ def _int_bitwise(kind: str, a: Any, b: Any, width: int | None, signed: bool | No
         signed = inferred_signed if signed is None else signed
         width = inferred_width if width is None else width
     return Term(f"int_{kind}", (a, b), (int(width), bool(signed)))
+
+
+def bitwise_encoding(t: Term) -> Term:
+    """The standard SMT-LIB term an integer-level bitwise node stands for (raw nodes, no folding).
+
+    unsigned: ``bv2nat(bvop(int2bv_w(a), int2bv_w(b)))``;
+    signed: ``bv2nat(bvxor(bvop(...), 2**(w-1))) - 2**(w-1)`` (two's-complement reading).
+    The printer and both solver translators use this one encoding.
+    """
+    w, signed = t.params
+    a, b = (Term("int2bv", (x,), (w,)) for x in t.args)
+    inner = Term(_BITWISE_BV_OP[t.op], (a, b))
+    if not signed:
+        return Term("bv2nat", (inner,))
+    half = 1 << (w - 1)
+    flipped = Term("bvxor", (inner, Term("const", (), (half,), BitVec(w))))
+    return Term("-", (Term("bv2nat", (flipped,)), Term("const", (), (half,), INT)))
+
+
+_BITWISE_BV_OP = {"int_xor": "bvxor", "int_and": "bvand", "int_or": "bvor"}
 
 
 def bitwise_width(ia: tuple[int, int], ib: tuple[int, int]) -> tuple[bool, int]:
