@@ -6,7 +6,25 @@ of layouts; every operation states its post-condition and checks its preconditio
 those it cannot decide to the verifier as :class:`SideCondition` objects.
 """
 
+from argus.layout_algebra.algebra import (
+    Tiler,
+    blocked_product,
+    complement,
+    composition,
+    flat_divide,
+    flat_product,
+    left_inverse,
+    logical_divide,
+    logical_product,
+    raked_product,
+    right_inverse,
+    tiled_divide,
+    tiled_product,
+    zipped_divide,
+    zipped_product,
+)
 from argus.layout_algebra.conditions import (
+    Fact,
     LayoutError,
     SideCondition,
     collect_side_conditions,
@@ -33,27 +51,62 @@ from argus.layout_algebra.layout import (
     rank,
     size,
 )
+from argus.layout_algebra.tiling import (
+    ModeCoordinate,
+    ThreadValueLayout,
+    Tile,
+    local_partition,
+    local_tile,
+    make_layout_tv,
+)
 
 __all__ = [
+    "Fact",
     "Layout",
     "LayoutError",
+    "ModeCoordinate",
     "SideCondition",
+    "ThreadValueLayout",
+    "Tile",
+    "Tiler",
+    "blocked_product",
     "coalesce",
     "collect_side_conditions",
     "compatible",
+    "complement",
+    "composition",
     "congruent",
     "cosize",
     "crd2idx",
     "depth",
     "filter",
+    "flat_divide",
+    "flat_product",
     "flatten",
     "idx2crd",
     "inner_product",
+    "left_inverse",
+    "local_partition",
+    "local_tile",
+    "logical_divide",
+    "logical_product",
     "make_layout",
+    "make_layout_tv",
     "prefix_product",
     "product",
     "product_each",
+    "raked_product",
     "rank",
+    "right_inverse",
     "shape_div",
     "size",
+    "tiled_divide",
+    "tiled_product",
+    "zipped_divide",
+    "zipped_product",
 ]
+
+# ---------------------------------------------------------------------------------------------
+# Swizzles, ComposedLayout, atom TV layouts, Hopper descriptors and inverses of composed layouts
+# (swizzle.py, atoms.py, hopper.py, inverse.py) re-export below this line: append only.
+# ---------------------------------------------------------------------------------------------

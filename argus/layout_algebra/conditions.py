@@ -117,17 +117,37 @@ def _monomial(x: Any) -> tuple[int, tuple[tuple[sympy.Symbol, int], ...]] | None
     for base, exponent in rest.as_powers_dict().items():
         if base == 1:
             continue
-        if not (isinstance(base, sympy.Symbol) and base.is_integer and base.is_positive):
+        if not (base.is_integer and (base.is_positive or _abstract(base).is_positive)):
             return None
         if not (isinstance(exponent, sympy.Integer) and exponent > 0):
             return None
         powers.append((base, int(exponent)))
-    return int(coeff), tuple(sorted(powers, key=lambda p: p[0].name))
+    return int(coeff), tuple(sorted(powers, key=lambda p: str(p[0])))
 
 
 def _exponents_le(small: tuple, large: tuple) -> bool:
     big = dict(large)
     return all(big.get(symbol, 0) >= exponent for symbol, exponent in small)
+
+
+@lru_cache(maxsize=8192)
+def _abstract(x: sympy.Expr) -> sympy.Expr:
+    """Replace floor divisions and remainders by fresh symbols carrying their known sign.
+
+    sympy cannot see that ``FloorDiv(M + 127, 128)`` is positive for ``M >= 1``; its dummy
+    stand-in can, so signs of sums and products of such terms become decidable.
+    """
+    replacements = {}
+    for atom in x.atoms(symbolic.FloorDiv):
+        a, b = (_abstract(arg) for arg in atom.args)
+        if b.is_positive and (a - b).is_nonnegative:
+            replacements[atom] = sympy.Dummy(integer=True, positive=True)
+        elif b.is_positive and a.is_nonnegative:
+            replacements[atom] = sympy.Dummy(integer=True, nonnegative=True)
+    for atom in x.atoms(sympy.Mod):
+        if _abstract(atom.args[1]).is_positive:
+            replacements[atom] = sympy.Dummy(integer=True, nonnegative=True)
+    return x.xreplace(replacements) if replacements else x
 
 
 # --------------------------------------------------------------------------- decisions
@@ -153,7 +173,7 @@ def decide_equal(a: Any, b: Any) -> bool | None:
 
 @lru_cache(maxsize=8192)
 def _decide_less_equal(a: Any, b: Any) -> bool | None:
-    difference = sympy.expand(symbolic.to_sympy(b) - symbolic.to_sympy(a))
+    difference = _abstract(sympy.expand(symbolic.to_sympy(b) - symbolic.to_sympy(a)))
     if difference.is_nonnegative:
         return True
     if difference.is_negative:
@@ -181,9 +201,10 @@ def decide_positive(x: Any) -> bool | None:
     x = _norm(x)
     if isinstance(x, int):
         return x > 0
-    if x.is_positive:
+    abstract = _abstract(x)
+    if abstract.is_positive:
         return True
-    if x.is_nonpositive:
+    if abstract.is_nonpositive:
         return False
     return None
 
