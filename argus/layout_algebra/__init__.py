@@ -110,3 +110,57 @@ __all__ = [
 # Swizzles, ComposedLayout, atom TV layouts, Hopper descriptors and inverses of composed layouts
 # (swizzle.py, atoms.py, hopper.py, inverse.py) re-export below this line: append only.
 # ---------------------------------------------------------------------------------------------
+
+from argus.layout_algebra.atoms import (
+    MatrixCopyAtom,
+    MmaAtom,
+    atom_names,
+    atom_tv_layouts,
+    ldmatrix_atom,
+    mfma_atom,
+    mma_sync_m16n8k16,
+    stmatrix_atom,
+    wgmma_m64nNk16,
+)
+from argus.layout_algebra.swizzle import (
+    SWIZZLE_32B,
+    SWIZZLE_64B,
+    SWIZZLE_128B,
+    SWIZZLE_NONE,
+    ComposedLayout,
+    Swizzle,
+    bank_conflict_degree,
+    evaluate_all,
+    hopper_swizzle,
+    image,
+    is_bijective_onto,
+    is_injective,
+    lds_swizzle,
+    lds_tile_layout,
+)
+
+__all__ += [
+    "SWIZZLE_32B",
+    "SWIZZLE_64B",
+    "SWIZZLE_128B",
+    "SWIZZLE_NONE",
+    "ComposedLayout",
+    "MatrixCopyAtom",
+    "MmaAtom",
+    "Swizzle",
+    "atom_names",
+    "atom_tv_layouts",
+    "bank_conflict_degree",
+    "evaluate_all",
+    "hopper_swizzle",
+    "image",
+    "is_bijective_onto",
+    "is_injective",
+    "ldmatrix_atom",
+    "lds_swizzle",
+    "lds_tile_layout",
+    "mfma_atom",
+    "mma_sync_m16n8k16",
+    "stmatrix_atom",
+    "wgmma_m64nNk16",
+]
