@@ -1,0 +1,777 @@
+"""The reference interpreter: the ground truth of what every IR operation means.
+
+Execution model
+---------------
+* Blocks run one after another.  Inside a block, each warp is a Python generator that
+  executes the op tree with its 32 lanes vectorized in numpy (an active-lane mask handles
+  divergence).  A cooperative scheduler runs warps round-robin and switches at blocking
+  operations (barriers); when every unfinished warp is blocked and no barrier can release,
+  it reports a deadlock.
+* Values are stored exactly: floating-point buffers hold float64 numbers that are exactly
+  representable in the buffer's element type (every write rounds through
+  :mod:`argus.ir.numerics`); integer buffers hold int64.
+* Index expressions (sympy, over ``tid``, block ids, loop counters, sizes) are compiled once
+  per expression to numpy functions and evaluated for all lanes and elements at once.
+
+Dynamic checks, each reported as an :class:`InterpreterError` with the block, thread, element
+and program point: out-of-bounds accesses, reads of never-written registers or shared memory,
+shared-memory races (a conflicting pair of accesses by different threads with no barrier
+between them — happens-before is tracked with barrier epochs, not inferred from values),
+global-memory write conflicts between blocks, barriers reached by only part of a block,
+deadlock, and violated tag assertions.  Tags are tracked on concrete elements as records of
+integers (``None`` is ⊥, untagged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import sympy
+
+from argus import symbolic
+from argus.errors import ArgusError, SourcePosition
+from argus.ir import nodes as N
+
+WARP = 32
+MAX_TAG_FIELDS = 8
+_UNTAGGED = -1
+
+# --------------------------------------------------------------------------- errors
+
+
+@dataclass
+class Violation:
+    """One dynamic check that failed, with where and for whom."""
+
+    kind: str  # "out-of-bounds", "uninitialized", "race", "barrier", "deadlock", "tag", "write-conflict"
+    message: str
+    block: tuple[int, ...] | None = None
+    thread: int | None = None
+    other_thread: int | None = None
+    element: tuple[int, ...] | None = None
+    position: SourcePosition | None = None
+    op: str | None = None
+
+    def __str__(self) -> str:
+        parts = [f"{self.kind}: {self.message}"]
+        if self.block is not None:
+            parts.append(f"block {self.block}")
+        if self.thread is not None:
+            parts.append(f"thread {self.thread}")
+        if self.other_thread is not None:
+            parts.append(f"other thread {self.other_thread}")
+        if self.element is not None:
+            parts.append(f"element {self.element}")
+        if self.op is not None:
+            parts.append(f"op {self.op}")
+        return ", ".join(parts)
+
+
+class InterpreterError(ArgusError):
+    """A dynamic check failed while interpreting a kernel."""
+
+    def __init__(self, violation: Violation) -> None:
+        self.violation = violation
+        super().__init__(str(violation), position=violation.position)
+
+
+# --------------------------------------------------------------------------- expressions
+
+_NUMPY_FUNCTIONS = {
+    "FloorDiv": lambda a, b: np.floor_divide(a, b),
+    "Mod": lambda a, b: np.mod(a, b),
+    "TruncDiv": lambda a, b: np.trunc(np.divide(a, b)).astype(np.int64),
+    "TruncMod": lambda a, b: np.fmod(a, b),
+    "BitXor": lambda a, b: np.bitwise_xor(np.asarray(a, np.int64), np.asarray(b, np.int64)),
+    "BitAnd": lambda a, b: np.bitwise_and(np.asarray(a, np.int64), np.asarray(b, np.int64)),
+    "BitOr": lambda a, b: np.bitwise_or(np.asarray(a, np.int64), np.asarray(b, np.int64)),
+    "floor": np.floor,
+}
+
+
+class _Compiled:
+    """A sympy expression compiled to a numpy function of named symbols."""
+
+    def __init__(self, expr: Any) -> None:
+        self.expr = expr
+        if isinstance(expr, sympy.Basic):
+            self.symbols = sorted(expr.free_symbols, key=lambda s: s.name)
+            self.fn = sympy.lambdify(self.symbols, expr, modules=[_NUMPY_FUNCTIONS, "numpy"])
+        else:
+            self.symbols = []
+            self.fn = None
+
+    def __call__(self, env: dict[sympy.Symbol, Any]) -> Any:
+        if self.fn is None:
+            return self.expr
+        try:
+            args = [env[s] for s in self.symbols]
+        except KeyError as err:
+            raise ArgusError(f"interpreter: symbol {err.args[0]} has no value here (used outside its scope?)") from None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.fn(*args)
+
+
+class _ExprCache:
+    def __init__(self) -> None:
+        self.cache: dict[Any, _Compiled] = {}
+
+    def get(self, expr: Any) -> _Compiled:
+        key = expr if isinstance(expr, (sympy.Basic, int, float, bool)) else id(expr)
+        compiled = self.cache.get(key)
+        if compiled is None:
+            compiled = self.cache[key] = _Compiled(expr)
+        return compiled
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def _is_float(dtype: Any) -> bool:
+    return bool(getattr(dtype, "is_float", False))
+
+
+@dataclass
+class Memory:
+    """One buffer's contents plus its shadow state."""
+
+    buffer: N.Buffer
+    values: np.ndarray
+    written: np.ndarray
+    tag_fields: np.ndarray  # int64 [size, MAX_TAG_FIELDS]
+    tag_count: np.ndarray  # int64 [size]; -1 = untagged
+    tag_names: np.ndarray  # object [size]
+    # race shadow state (shared memory: per element; global: writer block)
+    last_writer: np.ndarray | None = None
+    write_epoch: np.ndarray | None = None
+    readers_epoch: np.ndarray | None = None
+    reader: np.ndarray | None = None
+
+    @staticmethod
+    def create(buffer: N.Buffer, size: int, values: np.ndarray | None = None, per_thread: int = 0) -> Memory:
+        shape = (per_thread, size) if per_thread else (size,)
+        dtype = np.float64 if _is_float(buffer.dtype) else np.int64
+        if values is None:
+            vals = np.zeros(shape, dtype)
+            written = np.zeros(shape, bool)
+        else:
+            vals = np.asarray(values, dtype).reshape(shape).copy()
+            written = np.ones(shape, bool)
+        mem = Memory(
+            buffer, vals, written,
+            np.zeros((*shape, MAX_TAG_FIELDS), np.int64),
+            np.full(shape, _UNTAGGED, np.int64),
+            np.full(shape, None, object),
+        )
+        if not per_thread:
+            mem.last_writer = np.full(shape, -1, np.int64)
+            mem.write_epoch = np.full(shape, -1, np.int64)
+            mem.readers_epoch = np.full(shape, -1, np.int64)
+            mem.reader = np.full(shape, -1, np.int64)
+        return mem
+
+
+@dataclass
+class LaunchState:
+    """What one launch needs: sizes, global memories, the grid."""
+
+    sizes: dict[sympy.Symbol, int]
+    globals: dict[str, Memory]
+    grid: tuple[int, ...]
+    global_writer_block: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- interpreter
+
+
+class _Blocked:
+    def __init__(self, barrier_id: int, participants: int | None, lanes: np.ndarray, op: N.Op) -> None:
+        self.barrier_id = barrier_id
+        self.participants = participants
+        self.lanes = lanes
+        self.op = op
+
+
+class Interpreter:
+    """Runs a traced :class:`~argus.ir.nodes.Kernel` on numpy inputs.
+
+    ``run(inputs, sizes)`` takes a dict from tensor parameter name to a numpy array (its
+    flattened contents are the buffer; they are written back in place) and values for every
+    index parameter and size symbol; it returns the global memories after the launch.
+    ``blocks`` restricts execution to some blocks (counterexample replay); ``stop_at`` stops
+    when the given op has executed (its program point).
+    """
+
+    def __init__(self, kernel: N.Kernel) -> None:
+        from argus.ir import numerics
+
+        self.kernel = kernel
+        self.numerics = numerics
+        self.exprs = _ExprCache()
+        self.address_cache: dict[int, Any] = {}
+
+    # ---------------------------------------------------------------- launch
+
+    def run(self, inputs: dict[str, np.ndarray], sizes: dict[str, int] | None = None,
+            *, blocks: list[tuple[int, ...]] | None = None) -> dict[str, np.ndarray]:
+        sizes = dict(sizes or {})
+        env_sizes: dict[sympy.Symbol, int] = {}
+        for p in self.kernel.params:
+            if p.kind == "index":
+                if p.name not in sizes:
+                    raise ArgusError(f"interpreter: index parameter {p.name} needs a value")
+                env_sizes[p.symbol] = int(sizes[p.name])
+        for p in self.kernel.params:
+            if p.kind == "tensor":
+                for s in symbolic.free_symbols(p.buffer.size):
+                    if s not in env_sizes:
+                        if s.name not in sizes:
+                            raise ArgusError(f"interpreter: size {s.name} of tensor {p.name} needs a value")
+                        env_sizes[s] = int(sizes[s.name])
+        for a in self.kernel.assumptions:
+            value = _truth(self.exprs.get(a.predicate)(env_sizes)) if a.predicate is not sympy.true else True
+            if not value and not a.predicate.free_symbols - set(env_sizes):
+                raise ArgusError(f"interpreter: declared assumption {a.text} does not hold for {sizes}")
+        memories: dict[str, Memory] = {}
+        for p in self.kernel.params:
+            if p.kind != "tensor":
+                continue
+            if p.name not in inputs:
+                raise ArgusError(f"interpreter: tensor parameter {p.name} needs an array")
+            size = int(symbolic.evaluate(p.buffer.size, env_sizes))
+            array = np.asarray(inputs[p.name])
+            if array.size != size:
+                raise ArgusError(f"interpreter: tensor {p.name} has {array.size} elements, the kernel expects {size}")
+            values = array.astype(np.float64 if _is_float(p.buffer.dtype) else np.int64).ravel()
+            if _is_float(p.buffer.dtype):
+                values = self.numerics.round_to(p.buffer.dtype, values)
+            memories[p.name] = Memory.create(p.buffer, size, values)
+        grid = tuple(int(symbolic.evaluate(g, env_sizes)) for g in self.kernel.launch.grid)
+        grid = grid + (1,) * (3 - len(grid))
+        state = LaunchState(env_sizes, memories, grid)
+        for name, mem in memories.items():
+            state.global_writer_block[name] = np.full(mem.values.shape, -1, np.int64)
+        all_blocks = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
+        for block in blocks if blocks is not None else all_blocks:
+            _BlockRun(self, state, tuple(block) + (0,) * (3 - len(block))).run()
+        out = {}
+        for p in self.kernel.params:
+            if p.kind == "tensor":
+                mem = memories[p.name]
+                out[p.name] = mem.values.reshape(np.shape(inputs[p.name])).copy()
+        return out
+
+
+def _truth(x: Any) -> bool:
+    return bool(np.all(x))
+
+
+class _BlockRun:
+    """The execution of one block: its shared memory, register files and warps."""
+
+    def __init__(self, interp: Interpreter, state: LaunchState, block: tuple[int, int, int]) -> None:
+        self.interp = interp
+        self.state = state
+        self.block = block
+        self.linear_block = block[0] + state.grid[0] * (block[1] + state.grid[1] * block[2])
+        self.threads = interp.kernel.launch.threads
+        self.memories: dict[str, Memory] = dict(state.globals)
+        self.epoch = 0  # incremented at each completed block barrier
+        self.base_env: dict[sympy.Symbol, Any] = dict(state.sizes)
+        for sym, value in zip(interp.kernel.block_ids, block):
+            self.base_env[sym] = value
+
+    # ---------------------------------------------------------------- scheduling
+
+    def run(self) -> None:
+        warps = (self.threads + WARP - 1) // WARP
+        generators: list[Iterator[Any] | None] = []
+        for w in range(warps):
+            lanes = np.arange(w * WARP, min((w + 1) * WARP, self.threads))
+            env = dict(self.base_env)
+            env[self.interp.kernel.thread_id] = lanes
+            generators.append(self._region(self.interp.kernel.body, env, np.ones(len(lanes), bool), lanes))
+        blocked: dict[int, _Blocked] = {}
+        done: set[int] = set()
+        while len(done) < warps:
+            progressed = False
+            for w, gen in enumerate(generators):
+                if w in done or w in blocked:
+                    continue
+                try:
+                    event = next(gen)
+                except StopIteration:
+                    done.add(w)
+                    progressed = True
+                    continue
+                blocked[w] = event
+                progressed = True
+            if self._release(blocked, done, warps):
+                progressed = True
+            if not progressed and len(done) < warps:
+                waiting = sorted(blocked)
+                first = blocked[waiting[0]] if waiting else None
+                raise InterpreterError(Violation(
+                    "deadlock",
+                    f"warps {waiting} wait at barriers that can never complete"
+                    + (f" (warps {sorted(done)} already finished)" if done else ""),
+                    block=self.block,
+                    thread=int(first.lanes[0]) if first is not None else None,
+                    position=first.op.loc if first is not None else None,
+                    op=first.op.kind if first is not None else None,
+                ))
+
+    def _release(self, blocked: dict[int, _Blocked], done: set[int], warps: int) -> bool:
+        if not blocked:
+            return False
+        by_id: dict[int, list[int]] = {}
+        for w, b in blocked.items():
+            by_id.setdefault(b.barrier_id, []).append(w)
+        released = False
+        for barrier_id, ws in by_id.items():
+            expected = blocked[ws[0]].participants or self.threads
+            arrived = sum(len(blocked[w].lanes) for w in ws)
+            if arrived >= expected:
+                if arrived > expected:
+                    b = blocked[ws[-1]]
+                    raise InterpreterError(Violation(
+                        "barrier", f"barrier {barrier_id} declares {expected} participants but {arrived} threads arrived",
+                        block=self.block, thread=int(b.lanes[0]), position=b.op.loc, op=b.op.kind))
+                for w in ws:
+                    del blocked[w]
+                if barrier_id == 0 or expected == self.threads:
+                    self.epoch += 1
+                else:
+                    self.epoch += 1  # a named barrier orders its participants; conservative epoch step
+                released = True
+            elif len(done) + len(blocked) == warps and not any(
+                    b.barrier_id != barrier_id for b in blocked.values()) and done:
+                b = blocked[ws[0]]
+                raise InterpreterError(Violation(
+                    "barrier",
+                    f"barrier {barrier_id}: {arrived} of {expected} threads arrived; the others exited",
+                    block=self.block, thread=int(b.lanes[0]), position=b.op.loc, op=b.op.kind))
+        return released
+
+    # ---------------------------------------------------------------- regions
+
+    def _region(self, region: N.Region, env: dict, mask: np.ndarray, lanes: np.ndarray) -> Iterator[Any]:
+        for op in region.ops:
+            if not mask.any():
+                return
+            yield from self._op(op, env, mask, lanes)
+
+    def _op(self, op: N.Op, env: dict, mask: np.ndarray, lanes: np.ndarray) -> Iterator[Any]:
+        match op:
+            case N.Alloc(buffer=buffer):
+                self._alloc(buffer)
+            case N.Copy():
+                self._copy(op, env, mask, lanes)
+            case N.Fill(dst=dst, value=value):
+                self._fill(op, dst, value, env, mask, lanes)
+            case N.Elementwise():
+                self._elementwise(op, env, mask, lanes)
+            case N.Convert():
+                self._convert(op, env, mask, lanes)
+            case N.Barrier(id=barrier_id, participants=participants):
+                if not mask.all():
+                    idle = lanes[~mask]
+                    raise InterpreterError(Violation(
+                        "barrier", f"barrier {barrier_id} reached under divergence: thread {int(idle[0])} "
+                        "of the same warp is not here", block=self.block, thread=int(lanes[mask][0]),
+                        other_thread=int(idle[0]), position=op.loc, op=op.kind))
+                yield _Blocked(barrier_id, participants, lanes, op)
+            case N.For(var=var, start=start, stop=stop, step=step, body=body):
+                lo = np.broadcast_to(self._eval(start, env), lanes.shape)
+                hi = np.broadcast_to(self._eval(stop, env), lanes.shape)
+                k = int(lo[mask].min()) if mask.any() else 0
+                top = int(hi[mask].max()) if mask.any() else 0
+                while k < top:
+                    inner = mask & (k >= lo) & (k < hi) & ((k - lo) % step == 0)
+                    if inner.any():
+                        env[var] = k
+                        yield from self._region(body, env, inner, lanes)
+                    k += step
+                env.pop(var, None)
+            case N.If(cond=cond, then=then, orelse=orelse):
+                taken = np.broadcast_to(np.asarray(self._eval(cond, env), bool), lanes.shape)
+                if (mask & taken).any():
+                    yield from self._region(then, env, mask & taken, lanes)
+                if (mask & ~taken).any() and orelse.ops:
+                    yield from self._region(orelse, env, mask & ~taken, lanes)
+            case N.Tag():
+                self._tag(op, env, mask, lanes)
+            case N.AssertTag():
+                self._assert_tag(op, env, mask, lanes)
+            case N.ResetTags(view=view):
+                mem, addr, ok = self._access(op, view, env, mask, lanes, write=False, check_init=False)
+                mem.tag_count[self._index(mem, addr, ok)] = _UNTAGGED
+            case N.ReadIndex(result=result, src=src):
+                mem, addr, ok = self._access(op, src, env, mask, lanes, write=False)
+                values = np.zeros(lanes.shape, np.int64)
+                gathered = mem.values[self._index(mem, addr, ok)]
+                values[ok[:, 0]] = gathered.astype(np.int64)
+                env[result] = values
+            case N.WarpRole(cond=cond, body=body):
+                taken = np.broadcast_to(np.asarray(self._eval(cond, env), bool), lanes.shape)
+                if (mask & taken).any():
+                    yield from self._region(body, env, mask & taken, lanes)
+            case _:
+                raise ArgusError(
+                    f"interpreter: operation {op.kind} is not executable yet", position=op.loc)
+        return
+        yield  # pragma: no cover - makes this a generator
+
+    # ---------------------------------------------------------------- helpers
+
+    def _eval(self, expr: Any, env: dict) -> Any:
+        if expr is None:
+            return True
+        if isinstance(expr, (int, float, bool, np.ndarray)):
+            return expr
+        if expr is sympy.true:
+            return True
+        if expr is sympy.false:
+            return False
+        return self.interp.exprs.get(expr)(env)
+
+    def _alloc(self, buffer: N.Buffer) -> None:
+        size = int(symbolic.evaluate(buffer.size, self.state.sizes))
+        if buffer.name in self.memories:
+            return  # every warp executes the Alloc; one buffer per block / per thread file
+        per_thread = self.threads if buffer.space is N.MemorySpace.REGISTER else 0
+        self.memories[buffer.name] = Memory.create(buffer, size, per_thread=per_thread)
+
+    def _elements(self, view: N.View) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+        """Per-element coordinates of a view: an int array [rank, n] and the coordinate tuples."""
+        key = id(view.layout)
+        cached = self.interp.address_cache.get(key)
+        if cached is None:
+            shape = view.layout.shape if isinstance(view.layout.shape, tuple) else (view.layout.shape,)
+            extents = []
+            for s in shape:
+                from argus.layout_algebra import Layout
+
+                value = symbolic.static_value(Layout(s).size)
+                if value is None:
+                    raise ArgusError("interpreter: a view accessed by an operation must have a constant shape")
+                extents.append(value)
+            grid = np.indices(extents).reshape(len(extents), -1) if extents else np.zeros((0, 1), np.int64)
+            coords = [tuple(int(v) for v in grid[:, i]) for i in range(grid.shape[1])]
+            cached = self.interp.address_cache[key] = (grid, coords, view.layout)
+        return cached[0], cached[1]
+
+    def _addresses(self, view: N.View, env: dict, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Element offsets [lanes, n] and validity [lanes, n] of a view for every lane."""
+        grid, _ = self._elements(view)
+        shape = view.layout.shape if isinstance(view.layout.shape, tuple) else (view.layout.shape,)
+        stride = view.layout.stride if isinstance(view.layout.stride, tuple) else (view.layout.stride,)
+        from argus.layout_algebra import Layout
+
+        coord_env = dict(env)
+        for d, sym in enumerate(view.coord_symbols):
+            coord_env[sym] = grid[d][None, :]
+        offsets = np.zeros((len(lanes), grid.shape[1]), np.int64)
+        for d in range(len(shape)):
+            mode = Layout(shape[d], stride[d])
+            per_coord = np.array([symbolic.evaluate(mode(int(c)), self.state.sizes) if not isinstance(mode(int(c)), int)
+                                  else mode(int(c)) for c in range(int(grid[d].max()) + 1 if grid.shape[1] else 1)],
+                                 np.int64) if grid.shape[1] else np.zeros(1, np.int64)
+            offsets += per_coord[grid[d]][None, :]
+        base = np.asarray(self._eval(view.offset, coord_env if view.coord_symbols else env), np.int64)
+        offsets = offsets + (base[:, None] if base.ndim == 1 else base)
+        valid = np.ones(offsets.shape, bool)
+        if view.valid is not None:
+            coord_env2 = dict(env)
+            coord_env2.update({sym: grid[d][None, :] for d, sym in enumerate(view.coord_symbols)})
+            v = np.asarray(self._eval(view.valid, {**coord_env2, **{
+                k: (val[:, None] if isinstance(val, np.ndarray) and val.ndim == 1 else val)
+                for k, val in env.items()}}), bool)
+            valid = np.broadcast_to(v, offsets.shape).copy()
+        return offsets, valid
+
+    def _index(self, mem: Memory, addr: np.ndarray, ok: np.ndarray) -> Any:
+        if mem.buffer.space is N.MemorySpace.REGISTER:
+            rows = np.broadcast_to(self._current_lanes[:, None], addr.shape)
+            return rows[ok], addr[ok]
+        return addr[ok]
+
+    def _access(self, op: N.Op, view: N.View, env: dict, mask: np.ndarray, lanes: np.ndarray, *,
+                write: bool, pred: Any = None, check_init: bool = True) -> tuple[Memory, np.ndarray, np.ndarray]:
+        """Addresses and the active-element mask of an access, after bounds/race checks."""
+        mem = self.memories.get(view.buffer.name)
+        if mem is None:
+            raise ArgusError(f"interpreter: buffer %{view.buffer.name} used before its allocation", position=op.loc)
+        self._current_lanes = lanes
+        addr, valid = self._addresses(view, env, lanes)
+        ok = valid & mask[:, None]
+        if pred is not None:
+            coord_env = {k: (v[:, None] if isinstance(v, np.ndarray) and v.ndim == 1 else v) for k, v in env.items()}
+            grid, _ = self._elements(view)
+            coord_env.update({sym: grid[d][None, :] for d, sym in enumerate(view.coord_symbols)})
+            ok &= np.broadcast_to(np.asarray(self._eval(pred, coord_env), bool), ok.shape)
+        size = mem.values.shape[-1]
+        bad = ok & ((addr < 0) | (addr >= size))
+        if bad.any():
+            lane, element = np.argwhere(bad)[0]
+            _, coords = self._elements(view)
+            raise InterpreterError(Violation(
+                "out-of-bounds",
+                f"{'write to' if write else 'read of'} %{view.buffer.name}[{int(addr[lane, element])}] "
+                f"outside 0..{size - 1}",
+                block=self.block, thread=int(lanes[lane]), element=coords[element],
+                position=op.loc, op=op.kind))
+        if not write and check_init:
+            idx = self._index(mem, addr, ok)
+            initialized = mem.written[idx]
+            if not np.all(initialized):
+                where = np.argwhere(ok)[np.flatnonzero(~initialized)[0]]
+                _, coords = self._elements(view)
+                raise InterpreterError(Violation(
+                    "uninitialized",
+                    f"read of %{view.buffer.name}[{int(addr[where[0], where[1]])}] before any write",
+                    block=self.block, thread=int(lanes[where[0]]), element=coords[where[1]],
+                    position=op.loc, op=op.kind))
+        self._check_race(op, mem, view, addr, ok, lanes, write)
+        return mem, addr, ok
+
+    def _check_race(self, op: N.Op, mem: Memory, view: N.View, addr: np.ndarray, ok: np.ndarray,
+                    lanes: np.ndarray, write: bool) -> None:
+        space = mem.buffer.space
+        if space is N.MemorySpace.REGISTER:
+            return
+        threads = np.broadcast_to(lanes[:, None], addr.shape)[ok]
+        a = addr[ok]
+        if space is N.MemorySpace.GLOBAL:
+            if write:
+                owners = self.state.global_writer_block[mem.buffer.name]
+                prior = owners[a]
+                clash = (prior >= 0) & (prior != self.linear_block)
+                if clash.any():
+                    i = int(np.flatnonzero(clash)[0])
+                    raise InterpreterError(Violation(
+                        "write-conflict",
+                        f"%{mem.buffer.name}[{int(a[i])}] is written by block {self.block} and by block "
+                        f"#{int(prior[i])} (blocks must write disjoint global memory)",
+                        block=self.block, thread=int(threads[i]), position=op.loc, op=op.kind))
+                owners[a] = self.linear_block
+            # within a block, global memory is checked like shared memory
+        epoch = self.epoch
+        same_epoch_write = (mem.write_epoch[a] == epoch) & (mem.last_writer[a] != threads)
+        if same_epoch_write.any():
+            i = int(np.flatnonzero(same_epoch_write)[0])
+            raise InterpreterError(Violation(
+                "race", f"{'write' if write else 'read'} of %{mem.buffer.name}[{int(a[i])}] conflicts with a "
+                "write by another thread with no barrier between them",
+                block=self.block, thread=int(threads[i]), other_thread=int(mem.last_writer[a[i]]),
+                position=op.loc, op=op.kind))
+        if write:
+            same_epoch_read = (mem.readers_epoch[a] == epoch) & (mem.reader[a] != threads) & (mem.reader[a] >= 0)
+            if same_epoch_read.any():
+                i = int(np.flatnonzero(same_epoch_read)[0])
+                raise InterpreterError(Violation(
+                    "race", f"write of %{mem.buffer.name}[{int(a[i])}] conflicts with a read by another "
+                    "thread with no barrier between them",
+                    block=self.block, thread=int(threads[i]), other_thread=int(mem.reader[a[i]]),
+                    position=op.loc, op=op.kind))
+            # duplicate writes of one element by two lanes in this very access
+            uniq, counts = np.unique(a, return_counts=True)
+            if (counts > 1).any():
+                dup = uniq[counts > 1][0]
+                ts = threads[a == dup]
+                if len(set(ts.tolist())) > 1:
+                    raise InterpreterError(Violation(
+                        "race", f"threads {int(ts[0])} and {int(ts[1])} write %{mem.buffer.name}[{int(dup)}] "
+                        "in the same operation", block=self.block, thread=int(ts[0]),
+                        other_thread=int(ts[1]), position=op.loc, op=op.kind))
+            mem.last_writer[a] = threads
+            mem.write_epoch[a] = epoch
+        else:
+            other = (mem.readers_epoch[a] == epoch) & (mem.reader[a] != threads)
+            # keep one reader per element per epoch; a second distinct reader is marked -2 (several)
+            mem.reader[a] = np.where(other, -2, threads)
+            mem.readers_epoch[a] = epoch
+
+    def _tags_of(self, mem: Memory, addr: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        idx = self._index(mem, addr, ok)
+        return mem.tag_fields[idx], mem.tag_count[idx], mem.tag_names[idx]
+
+    def _write(self, mem: Memory, addr: np.ndarray, ok: np.ndarray, values: np.ndarray,
+               tags: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> None:
+        idx = self._index(mem, addr, ok)
+        if _is_float(mem.buffer.dtype):
+            values = self.interp.numerics.round_to(mem.buffer.dtype, np.asarray(values, np.float64))
+        else:
+            values = np.asarray(values).astype(np.int64)
+        mem.values[idx] = values
+        mem.written[idx] = True
+        if tags is None:
+            mem.tag_count[idx] = _UNTAGGED
+            mem.tag_names[idx] = None
+        else:
+            mem.tag_fields[idx] = tags[0]
+            mem.tag_count[idx] = tags[1]
+            mem.tag_names[idx] = tags[2]
+
+    # ---------------------------------------------------------------- data ops
+
+    def _copy(self, op: N.Copy, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
+        src_mem, src_addr, src_ok = self._access(op, op.src, env, mask, lanes, write=False, pred=op.pred)
+        dst_mem, dst_addr, dst_ok = self._access(op, op.dst, env, mask, lanes, write=True, pred=op.pred)
+        ok = src_ok & dst_ok
+        values = src_mem.values[self._index(src_mem, src_addr, ok)]
+        fields, counts, names = self._tags_of(src_mem, src_addr, ok)
+        self._write(dst_mem, dst_addr, ok, values, (fields, counts, names))
+
+    def _fill(self, op: N.Op, dst: N.View, value: Any, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
+        mem, addr, ok = self._access(op, dst, env, mask, lanes, write=True)
+        self._write(mem, addr, ok, np.full(int(ok.sum()), value), None)
+
+    def _operand(self, op: N.Op, src: Any, env: dict, mask: np.ndarray, lanes: np.ndarray, ok: np.ndarray):
+        if isinstance(src, N.View):
+            mem, addr, _ = self._access(op, src, env, mask, lanes, write=False)
+            idx = self._index(mem, addr, ok)
+            return mem.values[idx], self._tags_of(mem, addr, ok)
+        return np.full(int(ok.sum()), src, np.float64), None
+
+    def _elementwise(self, op: N.Elementwise, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
+        dst_mem, dst_addr, ok = self._access(op, op.dst, env, mask, lanes, write=True)
+        values, tags = [], []
+        for src in op.srcs:
+            v, t = self._operand(op, src, env, mask, lanes, ok)
+            values.append(v)
+            if t is not None:
+                tags.append(t)
+        result = _apply(self.interp.numerics, op.fn, op.dst.buffer.dtype, values)
+        self._write(dst_mem, dst_addr, ok, result, _merge_tags(tags))
+
+    def _convert(self, op: N.Convert, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
+        dst_mem, dst_addr, ok = self._access(op, op.dst, env, mask, lanes, write=True)
+        v, t = self._operand(op, op.src, env, mask, lanes, ok)
+        result = _convert(self.interp.numerics, op.dst.buffer.dtype, v, op.rounding, op.satfinite)
+        self._write(dst_mem, dst_addr, ok, result, t)
+
+    # ---------------------------------------------------------------- tags
+
+    def _view_env(self, view: N.View, env: dict) -> dict:
+        """``env`` broadcast to [lanes, elements], with the view's coordinate symbols bound."""
+        grid, _ = self._elements(view)
+        out = {k: (v[:, None] if isinstance(v, np.ndarray) and v.ndim == 1 else v) for k, v in env.items()}
+        out.update({sym: grid[d][None, :] for d, sym in enumerate(view.coord_symbols)})
+        return out
+
+    def _logical_env(self, view: N.View, env: dict, shape: tuple[int, ...]) -> dict:
+        """An env binding COORDS to each element's coordinate in the view's logical tensor.
+
+        Tag functions and tag predicates are written over those coordinates.
+        """
+        COORDS = N.COORDS
+        view_env = self._view_env(view, env)
+        coords = view.coords if view.coords is not None else view.coord_symbols
+        logical = [np.broadcast_to(np.asarray(self._eval(c, view_env), np.int64), shape) for c in coords]
+        out = {k: v for k, v in view_env.items() if k not in view.coord_symbols}
+        for d, values in enumerate(logical):
+            out[COORDS[d]] = values
+        return out
+
+    def _tag(self, op: N.Tag, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
+        mem, addr, ok = self._access(op, op.view, env, mask, lanes, write=False, check_init=False)
+        field_env = self._logical_env(op.view, env, addr.shape)
+        fields = np.zeros((*addr.shape, MAX_TAG_FIELDS), np.int64)
+        for i, (_, expr) in enumerate(op.fields):
+            fields[..., i] = np.broadcast_to(np.asarray(self._eval(expr, field_env), np.int64), addr.shape)
+        idx = self._index(mem, addr, ok)
+        mem.tag_fields[idx] = fields[ok]
+        mem.tag_count[idx] = len(op.fields)
+        mem.tag_names[idx] = op.name
+
+    def _assert_tag(self, op: N.AssertTag, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
+        mem, addr, ok = self._access(op, op.view, env, mask, lanes, write=False, check_init=False)
+        fields, counts, _ = self._tags_of(mem, addr, ok)
+        _, coords = self._elements(op.view)
+        positions = np.argwhere(ok)
+
+        def fail(i: int, message: str) -> InterpreterError:
+            lane, element = positions[i]
+            return InterpreterError(Violation(
+                "tag", f"{message} {op.message}".strip(), block=self.block, thread=int(lanes[lane]),
+                element=coords[element], position=op.loc, op=op.kind))
+
+        untagged = counts == _UNTAGGED
+        if untagged.any():
+            raise fail(int(np.flatnonzero(untagged)[0]), f"assertion on untagged (⊥) data of %{op.view.buffer.name}")
+        if op.equal_to is not None:
+            other_mem, other_addr, _ = self._access(op, op.equal_to, env, mask, lanes, write=False, check_init=False)
+            other_fields, other_counts, _ = self._tags_of(other_mem, other_addr, ok)
+            differs = (other_counts != counts) | np.any(other_fields != fields, axis=-1)
+            if differs.any():
+                i = int(np.flatnonzero(differs)[0])
+                raise fail(i, f"tags differ: {tuple(int(v) for v in fields[i][:counts[i]])} vs "
+                              f"{tuple(int(v) for v in other_fields[i][:max(int(other_counts[i]), 0)])}")
+            return
+        pred_env = self._logical_env(op.view, env, addr.shape)
+        full_fields = np.zeros((*addr.shape, MAX_TAG_FIELDS), np.int64)
+        full_fields[ok] = fields
+        for name, sym in op.tag_symbols:
+            pred_env[sym] = full_fields[..., int(name[1:])]
+        holds = np.broadcast_to(np.asarray(self._eval(op.predicate, pred_env), bool), addr.shape)
+        failed = (ok & ~holds)[ok]
+        if failed.any():
+            i = int(np.flatnonzero(failed)[0])
+            raise fail(i, f"assert_tag failed: tag {tuple(int(v) for v in fields[i][:counts[i]])} of %{op.view.buffer.name}")
+
+
+def _merge_tags(tags: list[tuple[np.ndarray, np.ndarray, np.ndarray]]):
+    """Elementwise rule: the result keeps a tag when every tagged operand carries the same one."""
+    if not tags:
+        return None
+    fields, counts, names = tags[0]
+    fields, counts = fields.copy(), counts.copy()
+    for other_fields, other_counts, _ in tags[1:]:
+        differ = (other_counts != counts) | np.any(other_fields != fields, axis=-1)
+        counts[differ] = _UNTAGGED
+    return fields, counts, names
+
+
+# Results of +, -, *, / and sqrt on values of a format of at most 24 significand bits are
+# computed in float64 and then rounded once into the destination type: float64 carries more
+# than 2p + 2 bits for p <= 24, so the double rounding gives the correctly rounded result.
+_FLOAT_FUNCTIONS = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "neg": lambda a: -a,
+    "abs": np.abs,
+    "sqrt": np.sqrt,
+}
+
+
+def _apply(numerics: Any, fn: str, dtype: Any, values: list[np.ndarray]) -> np.ndarray:
+    """``fn`` on exactly represented operands, rounded once into ``dtype``."""
+    if not getattr(dtype, "is_float", False):
+        ints = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+        if fn not in ints:
+            raise ArgusError(f"interpreter: {fn} is not defined on integer type {dtype}")
+        return ints[fn](*[np.asarray(v, np.int64) for v in values])
+    with np.errstate(all="ignore"):
+        if fn in _FLOAT_FUNCTIONS:
+            return numerics.round_to(dtype, _FLOAT_FUNCTIONS[fn](*values))
+        if fn == "max":
+            return numerics.round_to(dtype, numerics.fmax(values[0], values[1]))
+        if fn == "min":
+            return numerics.round_to(dtype, numerics.fmin(values[0], values[1]))
+        if fn == "exp2":
+            return numerics.round_to(dtype, np.exp2(values[0]))
+        if fn == "fma":
+            return numerics.fma(values[0], values[1], values[2], dtype)
+    raise ArgusError(f"interpreter: elementwise function {fn!r} is not defined")
+
+
+def _convert(numerics: Any, dtype: Any, values: np.ndarray, rounding: str, satfinite: bool) -> np.ndarray:
+    if getattr(dtype, "is_float", False):
+        return numerics.round_to(dtype, values, rounding=rounding, satfinite=satfinite)
+    return numerics.float_to_int(values, dtype, rounding=rounding)

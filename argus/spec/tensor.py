@@ -1,0 +1,238 @@
+"""Tensors of the DSL: a memory space, an element type and a layout over a buffer.
+
+A :class:`Tensor` is a trace-time handle on an IR :class:`~argus.ir.nodes.View`.  Tiles,
+slices and per-thread partitions are computed with the layout algebra while tracing: they
+emit no operation, they only make a new view.  Every view remembers, per element, the
+coordinate of the logical tensor it came from (``coords``) and whether the element exists
+(``valid``, for partial tiles at the edges of a symbolic extent), so tags, predicates and
+bounds checks are all stated in the user's coordinates.
+
+Coordinates of a view are one 1-D index per top-level mode, written with the canonical
+symbols :data:`COORDS` (``c0``, ``c1``, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy
+
+from argus import symbolic
+from argus.ir import nodes as N
+from argus.layout_algebra import Layout
+from argus.spec import builder as B
+
+COORDS = N.COORDS
+
+
+def _and(*preds: Any) -> Any:
+    parts = [p for p in preds if p is not None and p is not True and p is not sympy.true]
+    if not parts:
+        return None
+    result = sympy.And(*parts)
+    return None if result is sympy.true else result
+
+
+def _substitute(expr: Any, mapping: dict[sympy.Symbol, Any]) -> Any:
+    if expr is None or not isinstance(expr, sympy.Basic) or not mapping:
+        return expr
+    return symbolic.normalize(expr.xreplace({k: symbolic.to_sympy(v) for k, v in mapping.items()}))
+
+
+def _mode_layout(layout: Layout, d: int) -> Layout:
+    shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
+    stride = layout.stride if isinstance(layout.stride, tuple) else (layout.stride,)
+    return Layout(shape[d], stride[d])
+
+
+def _modes(layout: Layout) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
+    stride = layout.stride if isinstance(layout.stride, tuple) else (layout.stride,)
+    return shape, stride
+
+
+def as_index(value: Any, what: str) -> Any:
+    """An index expression from an int, a sympy integer expression, or a 0-d index tensor."""
+    if isinstance(value, bool):
+        raise B.error(f"{what}: a bool is not an index")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, sympy.Expr) and (value.is_integer or value.is_integer is None):
+        return symbolic.normalize(value)
+    raise B.error(
+        f"{what}: expected an integer index expression, got {type(value).__name__}",
+        hint="indices are built from thread_id(), block_id(), loop counters and sizes",
+    )
+
+
+class Tensor:
+    """A view of a buffer: ``buffer[offset + layout(c)]`` for coordinates ``c``."""
+
+    __array_priority__ = 1000  # keep numpy from broadcasting over us
+
+    def __init__(self, view: N.View) -> None:
+        self.view = view
+
+    # ---------------------------------------------------------------- structure
+
+    @property
+    def layout(self) -> Layout:
+        return self.view.layout
+
+    @property
+    def dtype(self) -> Any:
+        return self.view.buffer.dtype
+
+    @property
+    def space(self) -> N.MemorySpace:
+        return self.view.buffer.space
+
+    @property
+    def shape(self) -> tuple[Any, ...]:
+        """Extent of each top-level mode."""
+        shape, _ = _modes(self.layout)
+        return tuple(symbolic.normalize(Layout(s).size) for s in shape)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> Any:
+        return self.layout.size
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.space.value} {self.dtype} %{self.view.buffer.name}[{self.view.offset} + {self.layout}])"
+
+    def __bool__(self) -> bool:
+        raise B.error(
+            "a tensor has no truth value",
+            hint="use argus.spec.select(...) or compare element tensors explicitly",
+        )
+
+    # ---------------------------------------------------------------- views
+
+    def _derive(self, layout: Layout, offset: Any, coords: tuple[Any, ...] | None, valid: Any) -> Tensor:
+        return Tensor(
+            N.View(
+                buffer=self.view.buffer,
+                layout=layout,
+                offset=symbolic.normalize(offset),
+                coord_symbols=COORDS[: len(_modes(layout)[0])],
+                coords=coords,
+                valid=valid,
+            )
+        )
+
+    def _logical_coords(self) -> tuple[Any, ...]:
+        if self.view.coords is not None:
+            return self.view.coords
+        return COORDS[: self.rank]
+
+    def tile(self, tile_shape: tuple[Any, ...], tile_coord: tuple[Any, ...]) -> Tensor:
+        """The tile number ``tile_coord`` of shape ``tile_shape`` (one entry per mode).
+
+        Tile ``t`` of mode ``d`` covers coordinates ``t*T_d .. t*T_d + T_d - 1``.  Elements past
+        the end of a mode (a partial tile) are invalid: the result's validity predicate is
+        ``t*T_d + c_d < extent_d`` for each mode whose extent the tile size does not divide
+        statically — never an assumed divisibility.
+        """
+        tile_shape = tuple(tile_shape) if isinstance(tile_shape, (tuple, list)) else (tile_shape,)
+        tile_coord = tuple(tile_coord) if isinstance(tile_coord, (tuple, list)) else (tile_coord,)
+        if len(tile_shape) != self.rank or len(tile_coord) != self.rank:
+            raise B.error(
+                f"tile: tensor has {self.rank} modes but the tile shape has {len(tile_shape)} "
+                f"and the tile coordinate {len(tile_coord)}",
+                hint="give one tile size and one tile index per mode",
+            )
+        _shape, stride = _modes(self.layout)
+        new_shape, new_stride, offset = [], [], self.view.offset
+        substitution: dict[sympy.Symbol, Any] = {}
+        bounds = []
+        for d, (extent, t_size, t_idx) in enumerate(zip(self.shape, tile_shape, tile_coord)):
+            t_size = as_index(t_size, "tile size")
+            t_idx = as_index(t_idx, "tile index")
+            if symbolic.static_value(t_size) is None or symbolic.static_value(t_size) <= 0:
+                raise B.error(f"tile: tile size of mode {d} must be a positive constant, got {t_size}")
+            if isinstance(stride[d], tuple):
+                raise B.error(f"tile: mode {d} is hierarchical; tile a flat tensor instead")
+            start = t_idx * t_size
+            offset = offset + start * stride[d]
+            substitution[COORDS[d]] = start + COORDS[d]
+            new_shape.append(t_size)
+            new_stride.append(stride[d])
+            first, ext = symbolic.static_value(start), symbolic.static_value(extent)
+            if not (first is not None and ext is not None and first + t_size <= ext):
+                bounds.append(sympy.Lt(start + COORDS[d], extent))
+        coords = tuple(_substitute(c, substitution) for c in self._logical_coords())
+        valid = _and(_substitute(self.view.valid, substitution), *bounds)
+        return self._derive(Layout(tuple(new_shape), tuple(new_stride)), offset, coords, valid)
+
+    def __getitem__(self, key: Any) -> Tensor:
+        """Fix some modes at an index (ints or index expressions); ``:`` keeps a mode."""
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) > self.rank:
+            raise B.error(f"index: tensor has {self.rank} modes, got {len(key)} indices")
+        key = key + (slice(None),) * (self.rank - len(key))
+        shape, stride = _modes(self.layout)
+        kept_shape, kept_stride, offset = [], [], self.view.offset
+        substitution: dict[sympy.Symbol, Any] = {}
+        bounds = []
+        for d, k in enumerate(key):
+            if isinstance(k, slice):
+                if k != slice(None):
+                    raise B.error("index: only ':' slices are supported; use tile() for ranges")
+                substitution[COORDS[d]] = COORDS[len(kept_shape)]
+                kept_shape.append(shape[d])
+                kept_stride.append(stride[d])
+                continue
+            idx = as_index(k, "index")
+            offset = offset + _mode_layout(self.layout, d)(idx)
+            substitution[COORDS[d]] = idx
+            iv, ev = symbolic.static_value(idx), symbolic.static_value(self.shape[d])
+            if iv is not None and ev is not None and not 0 <= iv < ev:
+                raise B.error(f"index: {iv} is out of range for mode {d} of extent {ev}")
+        coords = tuple(_substitute(c, substitution) for c in self._logical_coords())
+        valid = _and(_substitute(self.view.valid, substitution), *bounds)
+        layout = Layout(tuple(kept_shape), tuple(kept_stride)) if kept_shape else Layout(1, 0)
+        return self._derive(layout, offset, coords, valid)
+
+    # ---------------------------------------------------------------- register math
+
+    def _binary(self, other: Any, fn: str, reverse: bool = False) -> Tensor:
+        from argus.spec import ops
+
+        return ops.elementwise(fn, other, self) if reverse else ops.elementwise(fn, self, other)
+
+    def __add__(self, other: Any) -> Tensor:
+        return self._binary(other, "add")
+
+    def __radd__(self, other: Any) -> Tensor:
+        return self._binary(other, "add", reverse=True)
+
+    def __sub__(self, other: Any) -> Tensor:
+        return self._binary(other, "sub")
+
+    def __rsub__(self, other: Any) -> Tensor:
+        return self._binary(other, "sub", reverse=True)
+
+    def __mul__(self, other: Any) -> Tensor:
+        return self._binary(other, "mul")
+
+    def __rmul__(self, other: Any) -> Tensor:
+        return self._binary(other, "mul", reverse=True)
+
+    def __truediv__(self, other: Any) -> Tensor:
+        return self._binary(other, "div")
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        return self._binary(other, "div", reverse=True)
+
+    def __neg__(self) -> Tensor:
+        return self._binary(-1, "mul")
+
+    def to(self, dtype: Any) -> Tensor:
+        """A register copy of this tensor converted to ``dtype`` (round to nearest even)."""
+        from argus.spec import ops
+
+        return ops.convert(self, dtype)
