@@ -12,6 +12,7 @@ and modes past the tuple are left alone.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any, Union
 
 from argus import symbolic
@@ -104,7 +105,9 @@ def composition(a: Layout, b: Tiler) -> Layout:
     Preconditions (``B``'s strides non-negative), for each leaf ``s:d`` of ``B`` walking the
     flattened modes of ``A``: *stride divisibility*, the remaining stride and the size of each
     mode it reaches divide one another; *shape divisibility*, a mode that ``B`` runs past
-    divides the remaining size.  Example: ``(6,2):(8,2) ∘ (4,3):(3,1) == ((2,2),3):((24,2),8)``.
+    divides the remaining size.  Across leaves: *no carry*, the leaves of ``B`` do not overlap
+    (sorted by stride, ``size * stride`` of one is at most the next stride) except inside the
+    last mode of ``A``.  Example: ``(6,2):(8,2) ∘ (4,3):(3,1) == ((2,2),3):((24,2),8)``.
     A tuple ``b`` composes by mode; ``None`` keeps the mode.
     """
     if b is None:
@@ -113,8 +116,49 @@ def composition(a: Layout, b: Tiler) -> Layout:
         return _by_mode("composition", composition, a, b)
     b = _as_layout(b, "composition")
     if is_tuple(b.shape):
+        _require_no_carry(a, b)
         return make_layout(*(composition(a, mode) for mode in b.modes))
     return _compose_leaf(a, b.shape, b.stride)
+
+
+def _require_no_carry(a: Layout, b: Layout) -> None:
+    """``A(x + y) == A(x) + A(y)`` for the values ``x``, ``y`` of different leaves of ``B``.
+
+    ``A∘B`` is built leaf by leaf, which is right only if adding the leaves' values never
+    carries across a mode boundary of ``A``.  That holds when, sorted by stride, each leaf of
+    ``B`` ends (``size * stride``) at or below the next leaf's stride, or lies in the last
+    mode of ``A``, where ``A`` is linear.
+    """
+    leaves = [
+        (s, d)
+        for s, d in zip(flatten(b.shape), flatten(b.stride))
+        if decide_equal(s, 1) is not True and decide_equal(d, 0) is not True
+    ]
+    if len(leaves) < 2:
+        return
+    linear_from = product(flatten(a.shape)[:-1])
+    ordered = []
+    while leaves:
+        smallest = next(
+            (
+                m
+                for m in range(len(leaves))
+                if all(decide_less_equal(leaves[m][1], d) is True for _, d in leaves)
+            ),
+            None,
+        )
+        if smallest is None:
+            raise needs_static("composition", f"order of the strides of {b}")
+        ordered.append(leaves.pop(smallest))
+    for (s, d), (_, next_d) in pairwise(ordered):
+        if decide_divides(linear_from, d) is True:
+            break
+        require(
+            Fact.less_equal(mul(s, d), next_d),
+            "composition",
+            f"the modes of {b} overlap (mode {s}:{d} runs into stride {next_d}) inside the "
+            f"modes of {a}, so their offsets would carry from one mode of {a} into the next",
+        )
 
 
 def _compose_leaf(a: Layout, size: Any, stride: Any) -> Layout:
@@ -126,7 +170,7 @@ def _compose_leaf(a: Layout, size: Any, stride: Any) -> Layout:
     if sign is None:
         raise needs_static("composition", f"sign of stride {stride}")
     if decide_equal(stride, 0) is True:
-        return Layout(size, 0)
+        return Layout._derived(size, 0)
 
     shapes, strides = flatten(a.shape), flatten(a.stride)
     out: list[tuple[Any, Any]] = []
@@ -175,8 +219,8 @@ def _compose_leaf(a: Layout, size: Any, stride: Any) -> Layout:
     else:
         out.append((rest_size, mul(rest_stride, strides[-1])))
     if len(out) == 1:
-        return coalesce(Layout(*out[0]))
-    return coalesce(Layout(tuple(s for s, _ in out), tuple(d for _, d in out)))
+        return coalesce(Layout._derived(*out[0]))
+    return coalesce(Layout._derived(tuple(s for s, _ in out), tuple(d for _, d in out)))
 
 
 # --------------------------------------------------------------------------- complement
@@ -243,7 +287,7 @@ def complement(a: Layout, cotarget: Any = None) -> Layout:
     else:
         shapes.append(symbolic.ceil_div(cotarget, current))
     strides.append(current)
-    return coalesce(Layout(tuple(shapes), tuple(strides)))
+    return coalesce(Layout._derived(tuple(shapes), tuple(strides)))
 
 
 # --------------------------------------------------------------------------- inverses
@@ -279,7 +323,7 @@ def right_inverse(layout: Layout) -> Layout:
         break
     if not out:
         return Layout(1, 0)
-    return coalesce(Layout(tuple(s for s, _ in out), tuple(r for _, r in out)))
+    return coalesce(Layout._derived(tuple(s for s, _ in out), tuple(r for _, r in out)))
 
 
 def left_inverse(layout: Layout) -> Layout:

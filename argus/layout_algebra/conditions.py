@@ -314,9 +314,10 @@ def require(fact: Fact, operation: str, reason: str, *, hint: str | None = None)
             hint="run the operation inside `with collect_side_conditions() as conditions:` "
             "to hand the condition to the verifier, or specialize the size",
         )
-    collectors[-1].append(
-        SideCondition(fact.condition(), operation, reason, SourcePosition.of_caller())
-    )
+    condition = fact.condition()
+    if any(c.condition == condition and c.operation == operation for c in collectors[-1]):
+        return
+    collectors[-1].append(SideCondition(condition, operation, reason, SourcePosition.of_caller()))
 
 
 def needs_static(operation: str, fact: str) -> LayoutError:

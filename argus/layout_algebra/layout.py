@@ -99,6 +99,15 @@ class Layout:
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "stride", stride)
 
+    @classmethod
+    def _derived(cls, shape: IntTuple, stride: IntTuple) -> Layout:
+        """A layout computed by the algebra from valid layouts: normalized leaves, congruent
+        trees, sizes positive by the operation's (checked or collected) preconditions."""
+        layout = object.__new__(cls)
+        object.__setattr__(layout, "shape", shape)
+        object.__setattr__(layout, "stride", stride)
+        return layout
+
     # ------------------------------------------------------------------ structure
 
     @property
@@ -119,6 +128,8 @@ class Layout:
                 raise needs_static("cosize", f"sign of stride {d}")
             if sign:
                 result = add(result, mul(s - 1, d))
+        if isinstance(result, sympy.Expr):
+            result = sympy.expand(result)
         return symbolic.normalize(result)
 
     @property
@@ -141,7 +152,7 @@ class Layout:
     def modes(self) -> tuple[Layout, ...]:
         """The top-level modes as layouts (a leaf layout is its own single mode)."""
         if is_tuple(self.shape):
-            return tuple(Layout(s, d) for s, d in zip(self.shape, self.stride))
+            return tuple(Layout._derived(s, d) for s, d in zip(self.shape, self.stride))
         return (self,)
 
     @property
@@ -227,8 +238,8 @@ class Layout:
         if not shapes:
             return Layout(1, 0), symbolic.normalize(offset)
         if len(shapes) == 1:
-            return Layout(shapes[0], strides[0]), symbolic.normalize(offset)
-        return Layout(tuple(shapes), tuple(strides)), symbolic.normalize(offset)
+            return Layout._derived(shapes[0], strides[0]), symbolic.normalize(offset)
+        return Layout._derived(tuple(shapes), tuple(strides)), symbolic.normalize(offset)
 
     # ------------------------------------------------------------------ transformations
 
@@ -357,6 +368,8 @@ class _Parser:
 
     def atom(self) -> Any:
         kind, text = self.take()
+        if text == "-":
+            return -self.atom()
         if kind == "int":
             return int(text)
         if kind == "name":
@@ -373,7 +386,7 @@ def make_layout(*layouts: Layout | int) -> Layout:
     Integers stand for compact 1-D layouts.
     """
     modes = [layout if isinstance(layout, Layout) else Layout(layout) for layout in layouts]
-    return Layout(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
+    return Layout._derived(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
 
 
 def size(x: Layout | IntTuple) -> Any:
@@ -406,7 +419,7 @@ def flatten(x: Layout | IntTuple) -> Layout | tuple:
         return flatten_tuple(x)
     if not is_tuple(x.shape):
         return x
-    return Layout(flatten_tuple(x.shape), flatten_tuple(x.stride))
+    return Layout._derived(flatten_tuple(x.shape), flatten_tuple(x.stride))
 
 
 def _by_mode(fn: Any, layout: Layout, profile: tuple, operation: str) -> Layout:
@@ -442,8 +455,8 @@ def coalesce(layout: Layout, profile: IntTuple | None = None) -> Layout:
     if not shapes:
         return Layout(1, 0)
     if len(shapes) == 1:
-        return Layout(shapes[0], strides[0])
-    return Layout(tuple(shapes), tuple(strides))
+        return Layout._derived(shapes[0], strides[0])
+    return Layout._derived(tuple(shapes), tuple(strides))
 
 
 def filter(layout: Layout, profile: IntTuple | None = None) -> Layout:
@@ -463,4 +476,4 @@ def filter(layout: Layout, profile: IntTuple | None = None) -> Layout:
     ]
     if not kept:
         return Layout(1, 0)
-    return coalesce(Layout(tuple(s for s, _ in kept), tuple(d for _, d in kept)))
+    return coalesce(Layout._derived(tuple(s for s, _ in kept), tuple(d for _, d in kept)))

@@ -179,9 +179,9 @@ def prime_factors(n: int) -> list[int]:
 def admissible_pairs(draw: Any) -> tuple[Layout, Layout]:
     """``(A, B)`` such that ``A∘B`` satisfies the divisibility conditions.
 
-    ``B`` picks runs of consecutive prime factors of ``A``'s flattened shape with their
-    column-major strides (plus stride-0, size-1 and past-the-end modes), so its strides and
-    sizes always divide the modes of ``A`` it meets.
+    ``B`` picks disjoint runs of consecutive prime factors of ``A``'s flattened shape with
+    their column-major strides (plus stride-0, size-1 and past-the-end modes, which may
+    overlap each other), so its strides and sizes always divide the modes of ``A`` it meets.
     """
     a = draw(layouts(max_size=512))
     primes = [p for s in leaves(a.shape) for p in prime_factors(s)]
@@ -189,15 +189,18 @@ def admissible_pairs(draw: Any) -> tuple[Layout, Layout]:
     for p in primes:
         prefix.append(prefix[-1] * p)
     pairs = []
+    position = 0  # runs of primes must not overlap (no carries between B's modes)
     for _ in range(draw(st.integers(1, 3))):
         kind = draw(st.integers(0, 5))
-        if kind == 0 or not primes:
+        if kind == 0:
             pairs.append((draw(st.integers(1, 3)), 0))
-        elif kind == 1:
-            pairs.append((draw(st.integers(2, 3)), prefix[-1]))  # past the end of A
+        elif kind == 1 or position >= len(primes):
+            pairs.append((draw(st.integers(2, 3)), prefix[-1] * draw(st.integers(1, 2))))
         else:
-            start = draw(st.integers(0, len(primes) - 1))
+            start = draw(st.integers(position, len(primes) - 1))
             stop = draw(st.integers(start + 1, min(len(primes), start + 3)))
             pairs.append((math.prod(primes[start:stop]), prefix[start]))
+            position = stop
+    pairs = draw(st.permutations(pairs))
     b = pairs_to_layout(draw, pairs)
     return a, b
