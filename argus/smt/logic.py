@@ -9,15 +9,17 @@ only Booleans                                ``QF_UF``
 Int arithmetic, linear                       ``QF_LIA``
 Int arithmetic, nonlinear                    ``QF_NIA``
 bit-vectors only                             ``QF_BV``
-Int and bit-vectors (``int2bv``/``bv2nat``,  ``QF_BVLIA`` / ``QF_BVNIA``
+Int and bit-vectors (``int2bv``/``bv2nat``,  ``ALL``
 integer-level ``^ & |``, or both sorts)
 any of the above with function applications  ``UF`` inserted after ``QF_``: ``QF_UFLIA``,
-                                             ``QF_UFNIA``, ``QF_UFBV``, ``QF_UFBVLIA``, ...
+(except ``ALL``)                             ``QF_UFNIA``, ``QF_UFBV``
 ==========================================  ===============================================
 
 *Nonlinear* means a product of two non-literal factors, or a ``div`` / ``mod`` whose divisor
-is not a literal.  The mixed names are not in the SMT-LIB catalogue; cvc5 and Z3 both accept
-them (and :func:`solver_logic` maps them to ``ALL`` for a solver that does not).
+is not a literal.  Mixed Int / bit-vector queries get ``ALL``: the SMT-LIB catalogue has no
+logic with ``int2bv`` / ``bv2nat``, and Z3's SMT-LIB front end rejects those operators under
+any other logic name (cvc5 would take ``QF_UFBVLIA``-style names).  :class:`LogicFeatures`
+keeps the details (nonlinear, functions) for a mixed query.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 
 from argus.smt.terms import Term, subterms
 
-__all__ = ["STANDARD_LOGICS", "LogicFeatures", "detect_logic", "features", "solver_logic"]
+__all__ = ["STANDARD_LOGICS", "LogicFeatures", "detect_logic", "features"]
 
 #: logics from the SMT-LIB catalogue that argus emits
 STANDARD_LOGICS = frozenset(
@@ -49,7 +51,7 @@ class LogicFeatures:
         uf = "UF" if self.functions else ""
         arith = "NIA" if self.nonlinear else "LIA"
         if self.bitvectors and (self.integers or self.conversions):
-            return f"QF_{uf}BV{arith}"
+            return "ALL"
         if self.bitvectors:
             return f"QF_{uf}BV"
         if self.integers:
@@ -84,10 +86,3 @@ def features(*roots: Term) -> LogicFeatures:
 def detect_logic(*roots: Term) -> str:
     """The logic name for a query made of ``roots`` (see the module table)."""
     return features(*roots).logic
-
-
-def solver_logic(logic: str, accepts_mixed: bool = True) -> str:
-    """``logic`` itself, or ``ALL`` for a mixed logic when the solver does not accept those names."""
-    if logic in STANDARD_LOGICS or accepts_mixed:
-        return logic
-    return "ALL"

@@ -26,7 +26,8 @@ op :mod:`argus.smt.terms` has, ``int2bv`` / ``bv2nat`` (also ``int_to_bv`` / ``u
 ``push`` / ``pop``, ``check-sat``, ``check-sat-assuming``, ``get-model``, ``get-value``,
 ``get-unsat-core``, ``set-logic``, ``set-option``, ``set-info``, ``exit``.  Terms are built
 without simplification, except that ``(- n)`` for a numeral is the literal ``-n`` and the
-expansion of an integer-level bitwise node is read back as that node, so
+expansion of an integer-level bitwise node, which the printer wraps in
+``(let ((|argus:int_xor| <encoding>)) |argus:int_xor|)``, is read back as that node, so
 ``parse_term(term_to_smtlib(t)) is t`` for every term the constructors build.
 :func:`read_query` turns a one-check script into a :class:`~argus.smt.query.Query`.
 """
@@ -109,7 +110,9 @@ def term_to_smtlib(term: Term, memo: dict[Term, str] | None = None) -> str:
         if t in text:
             continue
         if t.op in _BITWISE:
-            text[t] = term_to_smtlib(bitwise_encoding(t), text)
+            # a let with a reserved binder marks the expansion, so the reader restores the node
+            marker = quote_symbol(f"argus:{t.op}")
+            text[t] = f"(let (({marker} {term_to_smtlib(bitwise_encoding(t), text)})) {marker})"
         else:
             text[t] = _node(t, [text[a] for a in t.args])
     return text[term]
@@ -451,6 +454,9 @@ class _Reader:
         if head == _Sym("let"):
             if len(e) != 3 or not isinstance(e[1], list):
                 raise self.error("malformed let")
+            marked = _bitwise_marker(e)
+            if marked is not None:
+                return self.bitwise(marked, e[1][0][1], env)
             bound = dict(env)
             for binding in e[1]:
                 if not (
@@ -525,6 +531,12 @@ class _Reader:
             return args[0] if args else Term("const", (), (op == "and",), BOOL)
         return self.node(op, args)
 
+    def bitwise(self, op: str, encoding: Any, env: Mapping[str, Term]) -> Term:
+        t = _recognize_bitwise(self.term(encoding, env))
+        if t.op != op:
+            raise self.error(f"the argus:{op} marker wraps a term that is not its encoding")
+        return t
+
     def _left(self, op: str, args: list[Term]) -> Term:
         out = args[0]
         for a in args[1:]:
@@ -533,10 +545,9 @@ class _Reader:
 
     def node(self, op: str, args: Sequence[Term], params: tuple = ()) -> Term:
         try:
-            t = Term(op, tuple(args), params)
+            return Term(op, tuple(args), params)
         except ArgusError as err:
             raise self.error(err.message) from None
-        return _recognize_bitwise(t)
 
     def symbol(self, name: str, env: Mapping[str, Term]) -> Term:
         if name in env:
@@ -635,6 +646,22 @@ class _Macro:
         if out.sort != self.result:
             raise reader.error(f"{self.name} is declared {self.result} but its body is {out.sort}")
         return out
+
+
+def _bitwise_marker(e: list) -> str | None:
+    """``int_xor`` etc. for ``(let ((|argus:int_xor| enc)) |argus:int_xor|)``, else None."""
+    if len(e) == 3 and isinstance(e[1], list) and len(e[1]) == 1:
+        binding = e[1][0]
+        if (
+            isinstance(binding, list)
+            and len(binding) == 2
+            and binding[0] == e[2]
+            and isinstance(e[2], _Sym)
+        ):
+            name = e[2].name
+            if name.startswith("argus:") and name[6:] in _BITWISE:
+                return name[6:]
+    return None
 
 
 def _recognize_bitwise(t: Term) -> Term:

@@ -827,8 +827,8 @@ def sub(a: Any, b: Any) -> Term:
     a, b = lift(a, INT), lift(b, INT)
     if _ints(a, b):
         return int_const(a.value - b.value)  # type: ignore[operator]
-    if b.op == "const" and b.value == 0:
-        return a
+    if b.op == "const":
+        return add(a, -b.value)  # type: ignore[operator]
     if a is b:
         return int_const(0)
     return Term("-", (a, b))
@@ -1106,7 +1106,10 @@ def _int_bitwise(kind: str, a: Any, b: Any, width: int | None, signed: bool | No
             return y if kind in ("xor", "or") else int_const(0)
         if x.op == "const" and x.value == -1 and kind == "and":
             return y
-    if width is None or signed is None:
+    if width is not None and signed is None:
+        ia, ib = interval(a), interval(b)
+        signed = None not in ia + ib and min(ia[0], ib[0]) < 0  # type: ignore[type-var]
+    if width is None:
         ia, ib = interval(a), interval(b)
         if None in ia or None in ib:
             raise TermError(
@@ -1114,9 +1117,8 @@ def _int_bitwise(kind: str, a: Any, b: Any, width: int | None, signed: bool | No
                 f"({_short(a)} in {_show_interval(ia)}, {_short(b)} in {_show_interval(ib)})",
                 hint="give the variables bounds (int_var(name, lo, hi)) or pass width= explicitly",
             )
-        inferred_signed, inferred_width = bitwise_width(ia, ib)  # type: ignore[arg-type]
+        inferred_signed, width = bitwise_width(ia, ib)  # type: ignore[arg-type]
         signed = inferred_signed if signed is None else signed
-        width = inferred_width if width is None else width
     return Term(f"int_{kind}", (a, b), (int(width), bool(signed)))
 
 
