@@ -29,7 +29,9 @@ def _int_bitwise(kind: str, a: T.Term, b: T.Term) -> T.Term:
     try:
         return {"xor": T.int_xor, "and": T.int_and, "or": T.int_or}[kind](a, b)
     except T.TermError:  # an operand without finite bounds: explicit width
-        return {"xor": T.int_xor, "and": T.int_and, "or": T.int_or}[kind](a, b, width=8, signed=True)
+        return {"xor": T.int_xor, "and": T.int_and, "or": T.int_or}[kind](
+            a, b, width=8, signed=True
+        )
 
 
 def terms(max_leaves: int = 12, functions: bool = True, bitvectors: bool = True):
@@ -78,7 +80,11 @@ def terms(max_leaves: int = 12, functions: bool = True, bitvectors: bool = True)
             st.builds(T.ite, bools, bools, bools),
         ]
         if bitvectors:
-            bool_nodes += [st.builds(T.ult, bvs, bvs), st.builds(T.slt, bvs, bvs), st.builds(T.eq, bvs, bvs)]
+            bool_nodes += [
+                st.builds(T.ult, bvs, bvs),
+                st.builds(T.slt, bvs, bvs),
+                st.builds(T.eq, bvs, bvs),
+            ]
         bv_nodes = [
             st.builds(T.bvadd, bvs, bvs),
             st.builds(T.bvmul, bvs, bvs),

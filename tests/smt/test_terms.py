@@ -107,7 +107,7 @@ def test_sort_errors_are_argus_errors():
     with pytest.raises(ArgusError):
         x + b
     with pytest.raises(ArgusError, match="ambiguous"):
-        b < b
+        _ = b < b
     with pytest.raises(ArgusError):
         T.and_(x, T.TRUE)
     with pytest.raises(ArgusError):
@@ -229,7 +229,17 @@ def test_bitwise_width_policy():
 
 
 def test_bitwise_width_holds_bounds():
-    for lo, hi in [(0, 0), (0, 1), (0, 255), (0, 256), (-1, 0), (-8, 7), (-8, 8), (-9, 3), (-128, 127)]:
+    for lo, hi in [
+        (0, 0),
+        (0, 1),
+        (0, 255),
+        (0, 256),
+        (-1, 0),
+        (-8, 7),
+        (-8, 8),
+        (-9, 3),
+        (-128, 127),
+    ]:
         signed, w = T.bitwise_width((lo, hi), (lo, hi))
         if signed:
             assert -(1 << (w - 1)) <= lo and hi < (1 << (w - 1)), (lo, hi, w)
@@ -280,7 +290,14 @@ def test_interval_is_sound():
 def test_domain_constraints_state_bounds():
     f = T.Function("f", (T.INT,), T.INT, bounds=(0, 3))
     cs = T.domain_constraints(x + f(n))
-    assert set(cs) == {T.le(-8, x), T.le(x, 8), T.le(1, n), T.le(n, 64), T.le(0, f(n)), T.le(f(n), 3)}
+    assert set(cs) == {
+        T.le(-8, x),
+        T.le(x, 8),
+        T.le(1, n),
+        T.le(n, 64),
+        T.le(0, f(n)),
+        T.le(f(n), 3),
+    }
 
 
 # --------------------------------------------------------------------------- evaluation
