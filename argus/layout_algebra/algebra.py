@@ -455,13 +455,11 @@ def blocked_product(a: Layout, b: Layout) -> Layout:
     """Mode ``k`` is ``(A_k, B_k)``: a ``B``-shaped arrangement of whole ``A`` blocks.
 
     Post-condition, with ``P = logical_product(A, B)`` (both padded to the same rank with
-    ``1:0`` modes): ``R((a0, b0), (a1, b1), ...) == P((a0, a1, ...), (b0, b1, ...))``.  For two
-    rank-1 layouts ``R == P``.  Example: ``blocked_product((2,2):(1,2), (3,4):(1,3))`` has mode
+    ``1:0`` modes): ``R((a0, b0), (a1, b1), ...) == P((a0, a1, ...), (b0, b1, ...))``.  Two
+    rank-1 layouts give a rank-1 result whose mode is ``(A, B)``.  Example: ``blocked_product((2,2):(1,2), (3,4):(1,3))`` has mode
     0 of size 2*3 whose first 2 coordinates stay in one block.
     """
-    first, second, r = _rank_wise_product(a, b, "blocked_product")
-    if r == 1:
-        return make_layout(first, second)
+    first, second, _ = _rank_wise_product(a, b, "blocked_product")
     return make_layout(*(make_layout(x, y) for x, y in zip(first.modes, second.modes)))
 
 
@@ -469,10 +467,8 @@ def raked_product(a: Layout, b: Layout) -> Layout:
     """Mode ``k`` is ``(B_k, A_k)``: the elements of each ``A`` block spread across the tiling.
 
     Post-condition, with ``P = logical_product(A, B)`` padded as in :func:`blocked_product`:
-    ``R((b0, a0), (b1, a1), ...) == P((a0, a1, ...), (b0, b1, ...))``.  For two rank-1 layouts
-    ``R(b, a) == P(a, b)``.
+    ``R((b0, a0), (b1, a1), ...) == P((a0, a1, ...), (b0, b1, ...))``.  Two rank-1 layouts give
+    a rank-1 result whose mode is ``(B, A)``.
     """
-    first, second, r = _rank_wise_product(a, b, "raked_product")
-    if r == 1:
-        return make_layout(second, first)
+    first, second, _ = _rank_wise_product(a, b, "raked_product")
     return make_layout(*(make_layout(y, x) for x, y in zip(first.modes, second.modes)))

@@ -358,6 +358,13 @@ def make_layout_tv(thread_layout: Layout, value_layout: Layout) -> ThreadValueLa
     bijection from ``(T, V)`` onto the tile.  Example: threads ``(32,8):(8,1)`` with values
     ``(4,1)`` give a ``(128,8)`` tile in which thread 1 owns rows 0-3 of column 1.
     """
+    for name, layout in (("thread", thread_layout), ("value", value_layout)):
+        if decide_equal(right_inverse(layout).size, layout.size) is not True:
+            raise LayoutError(
+                f"make_layout_tv: the {name} layout {layout} is not a bijection onto "
+                f"[0, {layout.size})",
+                hint="thread ids and value ids must each appear exactly once",
+            )
     tile = raked_product(thread_layout, value_layout)
     tiler = product_each(tile.shape)
     inverse = right_inverse(tile)
