@@ -26,6 +26,7 @@ from argus.smt.terms import (
     Function,
     Term,
     TermError,
+    _check_name,
     and_,
     definedness,
     domain_constraints,
@@ -66,6 +67,7 @@ class Query:
         items = named.items() if isinstance(named, Mapping) else (named or ())
         seen: set[str] = set()
         for name, term in items:
+            _check_name(name)
             if name in seen:
                 raise TermError(f"two assertions are named {name!r}")
             seen.add(name)

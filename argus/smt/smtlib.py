@@ -697,7 +697,7 @@ def _show(e: Any) -> str:
     if isinstance(e, list):
         return "(" + " ".join(_show(a) for a in e) + ")"
     if isinstance(e, _Sym):
-        return quote_symbol(e.name)
+        return e.name if _SIMPLE_SYMBOL.match(e.name) else f"|{e.name}|"
     if isinstance(e, _Key):
         return ":" + e.name
     if isinstance(e, _Str):
