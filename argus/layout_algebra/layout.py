@@ -74,6 +74,12 @@ def _contains_none(coord: Any) -> bool:
     return is_tuple(coord) and any(_contains_none(c) for c in coord)
 
 
+def _depth_of(t: IntTuple) -> int:
+    if is_tuple(t):
+        return 1 + max((_depth_of(e) for e in t), default=0)
+    return 0
+
+
 @dataclass(frozen=True, init=False)
 class Layout:
     """An immutable ``shape:stride`` layout.
@@ -140,13 +146,7 @@ class Layout:
     @property
     def depth(self) -> int:
         """Nesting depth of the shape: 0 for a leaf, 1 for a flat tuple, ..."""
-
-        def depth_of(t: IntTuple) -> int:
-            if is_tuple(t):
-                return 1 + max((depth_of(e) for e in t), default=0)
-            return 0
-
-        return depth_of(self.shape)
+        return _depth_of(self.shape)
 
     @property
     def modes(self) -> tuple[Layout, ...]:
@@ -410,7 +410,7 @@ def depth(x: Layout | IntTuple) -> int:
     """Nesting depth (0 for a leaf)."""
     if isinstance(x, Layout):
         return x.depth
-    return Layout(x).depth
+    return _depth_of(as_int_tuple(x))
 
 
 def flatten(x: Layout | IntTuple) -> Layout | tuple:

@@ -89,12 +89,14 @@ class Tile:
         return symbolic.normalize(add(self.offset, self.layout(*coord)))
 
     def _mode_indices(self, coord: tuple) -> tuple:
+        """The 1-D index of ``coord`` in each top-level mode of the tile's layout."""
         c = coord[0] if len(coord) == 1 else tuple(coord)
         shape = self.layout.shape
+        positions = 1 + max((p for mode in self.modes for p, _ in mode.parts), default=0)
+        if positions == 1:  # the whole layout is the tile's single mode
+            return (crd2idx(c, shape, operation="Tile coordinate"),)
         if not is_tuple(c):
-            c = idx2crd(c, shape) if is_tuple(shape) else (c,)
-        if not is_tuple(shape):
-            return (crd2idx(c[0], shape, operation="Tile coordinate"),) if len(c) == 1 else c
+            c = idx2crd(c, shape)
         if len(c) != len(shape):
             raise LayoutError(
                 f"Tile coordinate {format_int_tuple(c)} does not match the rank of {self.layout}"

@@ -110,6 +110,23 @@ def test_local_tile_golden():
     assert gemm.layout == P("(4,16,4):(64,1,16)")
 
 
+def test_rank_one_tiles_of_hierarchical_modes():
+    tensor = P("((4,5),):((1,4),)")  # one mode of 20 elements, itself split (4,5)
+    owners = {}
+    for t in range(3):
+        tile = local_tile(tensor, 8, t)
+        assert tile.layout.size == 8
+        for i in range(8):
+            (g,) = tile.global_coord(i)
+            assert g == 8 * t + i and tile.predicate(i) is (g < 20)
+            if g < 20:
+                assert tile(i) == layout_at(tensor, (g,))
+                owners[g] = owners.get(g, 0) + 1
+    assert owners == {g: 1 for g in range(20)}
+    part = local_partition(tensor, Layout(4), 3)
+    assert [part.global_coord(r) for r in range(5)] == [(3 + 4 * r,) for r in range(5)]
+
+
 def test_local_tile_rejects_bad_tilers():
     with pytest.raises(LayoutError, match="more modes"):
         local_tile(Layout((8, 8)), (2, 2, 2), (0, 0, 0))
