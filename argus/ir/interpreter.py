@@ -182,6 +182,7 @@ class LaunchState:
     globals: dict[str, Memory]
     grid: tuple[int, ...]
     global_writer_block: dict[str, np.ndarray] = field(default_factory=dict)
+    tagged: set[int] = field(default_factory=set)
 
 
 # --------------------------------------------------------------------------- interpreter
@@ -280,6 +281,7 @@ class _BlockRun:
         self.threads = interp.kernel.launch.threads
         self.memories: dict[str, Memory] = dict(state.globals)
         self.epoch = 0  # incremented at each completed block barrier
+        self.size_key = tuple(sorted((s.name, v) for s, v in state.sizes.items()))
         self.base_env: dict[sympy.Symbol, Any] = dict(state.sizes)
         for sym, value in zip(interp.kernel.block_ids, block):
             self.base_env[sym] = value
@@ -307,7 +309,8 @@ class _BlockRun:
                     done.add(w)
                     progressed = True
                     continue
-                blocked[w] = event
+                if event is not None:
+                    blocked[w] = event
                 progressed = True
             if self._release(blocked, done, warps):
                 progressed = True
@@ -363,6 +366,7 @@ class _BlockRun:
             if not mask.any():
                 return
             yield from self._op(op, env, mask, lanes)
+            yield None  # a scheduling point: warps interleave op by op
 
     def _op(self, op: N.Op, env: dict, mask: np.ndarray, lanes: np.ndarray) -> Iterator[Any]:
         match op:
@@ -407,7 +411,7 @@ class _BlockRun:
             case N.AssertTag():
                 self._assert_tag(op, env, mask, lanes)
             case N.ResetTags(view=view):
-                mem, addr, ok = self._access(op, view, env, mask, lanes, write=False, check_init=False)
+                mem, addr, ok = self._access(op, view, env, mask, lanes, write=False, check_init=False, track=False)
                 mem.tag_count[self._index(mem, addr, ok)] = _UNTAGGED
             case N.ReadIndex(result=result, src=src):
                 mem, addr, ok = self._access(op, src, env, mask, lanes, write=False)
@@ -447,18 +451,13 @@ class _BlockRun:
 
     def _elements(self, view: N.View) -> tuple[np.ndarray, list[tuple[int, ...]]]:
         """Per-element coordinates of a view: an int array [rank, n] and the coordinate tuples."""
-        key = id(view.layout)
+        key = (id(view.layout), self.size_key)
         cached = self.interp.address_cache.get(key)
         if cached is None:
-            shape = view.layout.shape if isinstance(view.layout.shape, tuple) else (view.layout.shape,)
-            extents = []
-            for s in shape:
-                from argus.layout_algebra import Layout
+            from argus.layout_algebra import Layout
 
-                value = symbolic.static_value(Layout(s).size)
-                if value is None:
-                    raise ArgusError("interpreter: a view accessed by an operation must have a constant shape")
-                extents.append(value)
+            shape = view.layout.shape if isinstance(view.layout.shape, tuple) else (view.layout.shape,)
+            extents = [int(symbolic.evaluate(Layout(s).size, self.state.sizes)) for s in shape]
             grid = np.indices(extents).reshape(len(extents), -1) if extents else np.zeros((0, 1), np.int64)
             coords = [tuple(int(v) for v in grid[:, i]) for i in range(grid.shape[1])]
             cached = self.interp.address_cache[key] = (grid, coords, view.layout)
@@ -500,7 +499,8 @@ class _BlockRun:
         return addr[ok]
 
     def _access(self, op: N.Op, view: N.View, env: dict, mask: np.ndarray, lanes: np.ndarray, *,
-                write: bool, pred: Any = None, check_init: bool = True) -> tuple[Memory, np.ndarray, np.ndarray]:
+                write: bool, pred: Any = None, check_init: bool = True,
+                track: bool = True) -> tuple[Memory, np.ndarray, np.ndarray]:
         """Addresses and the active-element mask of an access, after bounds/race checks."""
         mem = self.memories.get(view.buffer.name)
         if mem is None:
@@ -535,7 +535,8 @@ class _BlockRun:
                     f"read of %{view.buffer.name}[{int(addr[where[0], where[1]])}] before any write",
                     block=self.block, thread=int(lanes[where[0]]), element=coords[where[1]],
                     position=op.loc, op=op.kind))
-        self._check_race(op, mem, view, addr, ok, lanes, write)
+        if track:
+            self._check_race(op, mem, view, addr, ok, lanes, write)
         return mem, addr, ok
 
     def _check_race(self, op: N.Op, mem: Memory, view: N.View, addr: np.ndarray, ok: np.ndarray,
@@ -651,7 +652,7 @@ class _BlockRun:
     def _convert(self, op: N.Convert, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
         dst_mem, dst_addr, ok = self._access(op, op.dst, env, mask, lanes, write=True)
         v, t = self._operand(op, op.src, env, mask, lanes, ok)
-        result = _convert(self.interp.numerics, op.dst.buffer.dtype, v, op.rounding, op.satfinite)
+        result = _convert(self.interp.numerics, op.src.buffer.dtype, op.dst.buffer.dtype, v, op.rounding, op.satfinite)
         self._write(dst_mem, dst_addr, ok, result, t)
 
     # ---------------------------------------------------------------- tags
@@ -678,7 +679,15 @@ class _BlockRun:
         return out
 
     def _tag(self, op: N.Tag, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
-        mem, addr, ok = self._access(op, op.view, env, mask, lanes, write=False, check_init=False)
+        if op.view.buffer.space is N.MemorySpace.GLOBAL:
+            # a declaration about the whole tensor: applied once per launch, by one thread
+            if id(op) in self.state.tagged:
+                return
+            self.state.tagged.add(id(op))
+            first = int(np.flatnonzero(mask)[0])
+            mask, lanes = np.ones(1, bool), lanes[first:first + 1]
+            env = {k: (v[first:first + 1] if isinstance(v, np.ndarray) and v.ndim == 1 else v) for k, v in env.items()}
+        mem, addr, ok = self._access(op, op.view, env, mask, lanes, write=False, check_init=False, track=False)
         field_env = self._logical_env(op.view, env, addr.shape)
         fields = np.zeros((*addr.shape, MAX_TAG_FIELDS), np.int64)
         for i, (_, expr) in enumerate(op.fields):
@@ -689,7 +698,7 @@ class _BlockRun:
         mem.tag_names[idx] = op.name
 
     def _assert_tag(self, op: N.AssertTag, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
-        mem, addr, ok = self._access(op, op.view, env, mask, lanes, write=False, check_init=False)
+        mem, addr, ok = self._access(op, op.view, env, mask, lanes, write=False, check_init=False, track=False)
         fields, counts, _ = self._tags_of(mem, addr, ok)
         _, coords = self._elements(op.view)
         positions = np.argwhere(ok)
@@ -704,7 +713,8 @@ class _BlockRun:
         if untagged.any():
             raise fail(int(np.flatnonzero(untagged)[0]), f"assertion on untagged (⊥) data of %{op.view.buffer.name}")
         if op.equal_to is not None:
-            other_mem, other_addr, _ = self._access(op, op.equal_to, env, mask, lanes, write=False, check_init=False)
+            other_mem, other_addr, _ = self._access(op, op.equal_to, env, mask, lanes, write=False,
+                                                    check_init=False, track=False)
             other_fields, other_counts, _ = self._tags_of(other_mem, other_addr, ok)
             differs = (other_counts != counts) | np.any(other_fields != fields, axis=-1)
             if differs.any():
@@ -736,42 +746,34 @@ def _merge_tags(tags: list[tuple[np.ndarray, np.ndarray, np.ndarray]]):
     return fields, counts, names
 
 
-# Results of +, -, *, / and sqrt on values of a format of at most 24 significand bits are
-# computed in float64 and then rounded once into the destination type: float64 carries more
-# than 2p + 2 bits for p <= 24, so the double rounding gives the correctly rounded result.
-_FLOAT_FUNCTIONS = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b,
-    "neg": lambda a: -a,
-    "abs": np.abs,
-    "sqrt": np.sqrt,
-}
-
-
 def _apply(numerics: Any, fn: str, dtype: Any, values: list[np.ndarray]) -> np.ndarray:
-    """``fn`` on exactly represented operands, rounded once into ``dtype``."""
+    """``fn`` on exactly represented operands with the hardware's semantics (argus.ir.numerics)."""
     if not getattr(dtype, "is_float", False):
         ints = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
         if fn not in ints:
             raise ArgusError(f"interpreter: {fn} is not defined on integer type {dtype}")
         return ints[fn](*[np.asarray(v, np.int64) for v in values])
     with np.errstate(all="ignore"):
-        if fn in _FLOAT_FUNCTIONS:
-            return numerics.round_to(dtype, _FLOAT_FUNCTIONS[fn](*values))
-        if fn == "max":
-            return numerics.round_to(dtype, numerics.fmax(values[0], values[1]))
-        if fn == "min":
-            return numerics.round_to(dtype, numerics.fmin(values[0], values[1]))
-        if fn == "exp2":
-            return numerics.round_to(dtype, np.exp2(values[0]))
-        if fn == "fma":
-            return numerics.fma(values[0], values[1], values[2], dtype)
+        match fn:
+            case "add" | "sub" | "mul" | "div":
+                return getattr(numerics, fn)(values[0], values[1], dtype)
+            case "max":
+                return numerics.maximum(values[0], values[1], dt=dtype)
+            case "min":
+                return numerics.minimum(values[0], values[1], dt=dtype)
+            case "exp2":
+                return numerics.exp2(values[0], dtype)
+            case "fma":
+                return numerics.fma(values[0], values[1], values[2], dtype)
+            case "neg":
+                return -np.asarray(values[0], np.float64)
+            case "sqrt":
+                return numerics.sqrt(values[0], dtype)
     raise ArgusError(f"interpreter: elementwise function {fn!r} is not defined")
 
 
-def _convert(numerics: Any, dtype: Any, values: np.ndarray, rounding: str, satfinite: bool) -> np.ndarray:
-    if getattr(dtype, "is_float", False):
-        return numerics.round_to(dtype, values, rounding=rounding, satfinite=satfinite)
-    return numerics.float_to_int(values, dtype, rounding=rounding)
+def _convert(numerics: Any, src: Any, dst: Any, values: np.ndarray, rounding: str, satfinite: bool) -> np.ndarray:
+    """PTX ``cvt`` semantics; ``rounding`` is ``rn``/``rz``/... (``rni``/``rzi`` toward ints)."""
+    if src.is_float and not dst.is_float:
+        rounding = {"rn": "rni", "rz": "rzi", "rm": "rmi", "rp": "rpi"}.get(rounding, rounding)
+    return numerics.convert(values, src, dst, rounding=rounding, saturate=satfinite)

@@ -237,7 +237,25 @@ def _argus_select(cond: Any, if_true: Callable[[], Any], if_false: Callable[[], 
     return sympy.Piecewise((symbolic.to_sympy(a), cond), (symbolic.to_sympy(b), True))
 
 
+def _symbolic_operand(x: Any) -> bool:
+    return isinstance(x, sympy.Basic) and not isinstance(x, sympy.Integer)
+
+
+def _argus_eq(a: Any, b: Any) -> Any:
+    if _symbolic_operand(a) or _symbolic_operand(b):
+        result = sympy.Eq(symbolic.to_sympy(a), symbolic.to_sympy(b))
+        return result if result not in (sympy.true, sympy.false) else result is sympy.true
+    return a == b
+
+
+def _argus_ne(a: Any, b: Any) -> Any:
+    result = _argus_eq(a, b)
+    return (not result) if isinstance(result, bool) else sympy.Not(result)
+
+
 REWRITE_HELPERS: dict[str, Any] = {
+    "__argus_eq": _argus_eq,
+    "__argus_ne": _argus_ne,
     "__argus_if": _argus_if,
     "__argus_else": _argus_else,
     "__argus_and": _argus_and,

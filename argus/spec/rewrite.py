@@ -9,6 +9,8 @@ condition for a truth value, so before tracing, the body's AST is rewritten:
 ``a and b``, ``a or b``, ``not a``      ``__argus_and(a, b)``, ``__argus_or``, ``__argus_not``
 (inside conditions)
 ``x if c else y``                       ``__argus_select(c, lambda: x, lambda: y)``
+``a == b``, ``a != b``                  ``__argus_eq(a, b)``, ``__argus_ne(a, b)`` (sympy's
+                                        ``==`` is structural identity, not an equation)
 =====================================  ==================================================
 
 ``__argus_if`` yields once or never: a condition that is static (a Python bool, or a sympy
@@ -117,6 +119,22 @@ class _Rewriter(ast.NodeTransformer):
         return self._call(
             "__argus_select", [self._condition(node.test), thunk(node.body), thunk(node.orelse)], node
         )
+
+    def visit_Compare(self, node: ast.Compare) -> ast.expr:
+        """``==`` / ``!=`` on sympy values compare structure; make them build equations."""
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        if not any(isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops):
+            return node
+        parts: list[ast.expr] = []
+        left = node.left
+        for op, right in zip(node.ops, node.comparators):
+            if isinstance(op, (ast.Eq, ast.NotEq)):
+                name = "__argus_eq" if isinstance(op, ast.Eq) else "__argus_ne"
+                parts.append(self._call(name, [left, right], node))
+            else:
+                parts.append(ast.copy_location(ast.Compare(left=left, ops=[op], comparators=[right]), node))
+            left = right
+        return parts[0] if len(parts) == 1 else self._call("__argus_and", parts, node)
 
     def visit_Assert(self, node: ast.Assert) -> ast.AST:
         return self.generic_visit(node)  # a trace-time check on static values

@@ -197,6 +197,44 @@ class Tensor:
         layout = Layout(tuple(kept_shape), tuple(kept_stride)) if kept_shape else Layout(1, 0)
         return self._derive(layout, offset, coords, valid)
 
+    def partition(self, tv: Any, thread: Any) -> Tensor:
+        """Thread ``thread``'s elements of this tile under a thread-value layout.
+
+        ``tv`` maps ``(thread, value)`` to the column-major index of an element in this tile
+        (the CuTe convention of the atoms in :mod:`argus.layout_algebra.atoms`).  The result has
+        one mode, the values of that thread, in the order of ``tv``'s value mode; its
+        coordinates and validity are those of the tile elements it selects.
+
+        Post-condition: element ``v`` of the result is element ``idx2crd(tv(thread, v), shape)``
+        of this tile.
+        """
+        from argus.layout_algebra import LayoutError, composition, idx2crd
+
+        tv_layout = getattr(tv, "layout", tv)
+        if not isinstance(tv_layout, Layout) or len(_modes(tv_layout)[0]) != 2:
+            raise B.error("partition: expects a (thread, value) layout with two modes")
+        tile_size = self.layout.size
+        if symbolic.static_value(tv_layout.cosize) is not None and symbolic.static_value(tile_size) is not None \
+                and tv_layout.cosize > tile_size:
+            raise B.error(f"partition: the thread-value layout covers {tv_layout.cosize} elements, "
+                          f"the tile has only {tile_size}")
+        try:
+            per_element = composition(self.layout, tv_layout)
+        except LayoutError as err:
+            raise B.error(f"partition: this tile's layout cannot be composed with the thread-value "
+                          f"layout: {err.message}", hint="partition a compact tile (e.g. a shared or register tile)") from None
+        thread = as_index(thread, "partition thread")
+        thread_part, value_part = per_element[0], per_element[1]
+        offset = self.view.offset + thread_part(thread)
+        index = tv_layout(thread, 0) + Layout(tv_layout.shape[1], tv_layout.stride[1])(COORDS[0])
+        tile_coord = idx2crd(index, self.shape)
+        tile_coord = tile_coord if isinstance(tile_coord, tuple) else (tile_coord,)
+        substitution = {COORDS[d]: c for d, c in enumerate(tile_coord)}
+        coords = tuple(_substitute(c, substitution) for c in self._logical_coords())
+        valid = _substitute(self.view.valid, substitution)
+        layout = Layout((value_part.shape,), (value_part.stride,))
+        return self._derive(layout, offset, coords, valid)
+
     # ---------------------------------------------------------------- register math
 
     def _binary(self, other: Any, fn: str, reverse: bool = False) -> Tensor:
