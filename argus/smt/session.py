@@ -412,7 +412,10 @@ class _Z3Driver(_Driver):
         if result == z3.unsat:
             return "unsat", None, "", resources
         message = self.solver.reason_unknown()
-        return "unknown", _z3_reason(message), message, resources
+        reason = _z3_reason(message)
+        if rlimit and resources is not None and resources >= rlimit and reason != "timeout":
+            reason = "resource_limit"  # z3 reports an exhausted rlimit as "canceled"
+        return "unknown", reason, message, resources
 
     def _rlimit_count(self) -> int | None:
         stats = self.solver.statistics()
