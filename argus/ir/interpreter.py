@@ -187,8 +187,24 @@ class LaunchState:
 
 # --------------------------------------------------------------------------- interpreter
 
+HANDLERS: dict[type, Any] = {}
+"""Op type -> ``handler(block_run, op, env, mask, lanes)`` for ops implemented in other modules
+(asynchronous copies and barriers, MMA atoms, shuffles...).  A handler may return a generator
+that yields :class:`Blocked` events (or ``None`` scheduling points); ``block_run`` offers
+``_access``, ``_write``, ``_tags_of``, ``_index``, ``_eval``, ``_elements`` and the block state."""
 
-class _Blocked:
+
+def handles(op_type: type):
+    """Decorator registering an interpreter handler for ``op_type``."""
+
+    def register(fn):
+        HANDLERS[op_type] = fn
+        return fn
+
+    return register
+
+
+class Blocked:
     def __init__(self, barrier_id: int, participants: int | None, lanes: np.ndarray, op: N.Op) -> None:
         self.barrier_id = barrier_id
         self.participants = participants
@@ -296,7 +312,7 @@ class _BlockRun:
             env = dict(self.base_env)
             env[self.interp.kernel.thread_id] = lanes
             generators.append(self._region(self.interp.kernel.body, env, np.ones(len(lanes), bool), lanes))
-        blocked: dict[int, _Blocked] = {}
+        blocked: dict[int, Blocked] = {}
         done: set[int] = set()
         while len(done) < warps:
             progressed = False
@@ -327,7 +343,7 @@ class _BlockRun:
                     op=first.op.kind if first is not None else None,
                 ))
 
-    def _release(self, blocked: dict[int, _Blocked], done: set[int], warps: int) -> bool:
+    def _release(self, blocked: dict[int, Blocked], done: set[int], warps: int) -> bool:
         if not blocked:
             return False
         by_id: dict[int, list[int]] = {}
@@ -387,7 +403,7 @@ class _BlockRun:
                         "barrier", f"barrier {barrier_id} reached under divergence: thread {int(idle[0])} "
                         "of the same warp is not here", block=self.block, thread=int(lanes[mask][0]),
                         other_thread=int(idle[0]), position=op.loc, op=op.kind))
-                yield _Blocked(barrier_id, participants, lanes, op)
+                yield Blocked(barrier_id, participants, lanes, op)
             case N.For(var=var, start=start, stop=stop, step=step, body=body):
                 lo = np.broadcast_to(self._eval(start, env), lanes.shape)
                 hi = np.broadcast_to(self._eval(stop, env), lanes.shape)
@@ -424,8 +440,12 @@ class _BlockRun:
                 if (mask & taken).any():
                     yield from self._region(body, env, mask & taken, lanes)
             case _:
-                raise ArgusError(
-                    f"interpreter: operation {op.kind} is not executable yet", position=op.loc)
+                handler = HANDLERS.get(type(op))
+                if handler is None:
+                    raise ArgusError(f"interpreter: operation {op.kind} is not executable yet", position=op.loc)
+                result = handler(self, op, env, mask, lanes)
+                if result is not None:
+                    yield from result
         return
         yield  # pragma: no cover - makes this a generator
 

@@ -4,10 +4,10 @@ import argus.spec as A
 
 
 @A.kernel(threads=64, grid=lambda n: (A.cdiv(n, 64),))
-def unguarded_copy(x: A.Global(A.f32, "n"), y: A.Global(A.f32, "n")):
+def tiled_copy(x: A.Global(A.f32, "n"), y: A.Global(A.f32, "n")):
     i = A.block_id(0) * 64 + A.thread_id()
-    v = A.load(x.tile((1,), (i,)))  # planted: no bound on the last, partial block... (tile adds one)
-    A.store(v, y[i:] if False else y.tile((1,), (i,)))
+    v = A.load(x.tile((1,), (i,)))  # tiles predicate the partial last block
+    A.store(v, y.tile((1,), (i,)))
 
 
 @A.kernel(threads=64, grid=lambda n: (A.cdiv(n, 64),))
@@ -37,7 +37,7 @@ def warp_zero_barrier(x: A.Global(A.f32, "64")):
 @A.kernel(threads=32)
 def reads_uninitialized(x: A.Global(A.f32, "32")):
     r = A.fragment((2,), A.f32)
-    A.store(r[0] if False else r.tile((1,), (1,)), x.tile((1,), (A.thread_id(),)))
+    A.store(r.tile((1,), (1,)), x.tile((1,), (A.thread_id(),)))
 
 
 @A.kernel(threads=32)
