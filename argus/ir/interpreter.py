@@ -483,34 +483,35 @@ class _BlockRun:
             cached = self.interp.address_cache[key] = (grid, coords, view.layout)
         return cached[0], cached[1]
 
-    def _addresses(self, view: N.View, env: dict, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Element offsets [lanes, n] and validity [lanes, n] of a view for every lane."""
-        grid, _ = self._elements(view)
-        shape = view.layout.shape if isinstance(view.layout.shape, tuple) else (view.layout.shape,)
-        stride = view.layout.stride if isinstance(view.layout.stride, tuple) else (view.layout.stride,)
-        from argus.layout_algebra import Layout
+    def _layout_offsets(self, view: N.View) -> np.ndarray:
+        """``layout(c)`` for every coordinate of the view (cached per layout and sizes)."""
+        key = ("offsets", id(view.layout), self.size_key)
+        cached = self.interp.address_cache.get(key)
+        if cached is None:
+            _, coords = self._elements(view)
+            values = []
+            for c in coords:
+                value = view.layout(c if len(c) != 1 else c[0])
+                if not isinstance(value, (int, np.integer)):
+                    value = symbolic.evaluate(value, self.state.sizes)
+                values.append(int(value))
+            cached = self.interp.address_cache[key] = (np.array(values, np.int64), view.layout)
+        return cached[0]
 
-        coord_env = dict(env)
-        for d, sym in enumerate(view.coord_symbols):
-            coord_env[sym] = grid[d][None, :]
-        offsets = np.zeros((len(lanes), grid.shape[1]), np.int64)
-        for d in range(len(shape)):
-            mode = Layout(shape[d], stride[d])
-            per_coord = np.array([symbolic.evaluate(mode(int(c)), self.state.sizes) if not isinstance(mode(int(c)), int)
-                                  else mode(int(c)) for c in range(int(grid[d].max()) + 1 if grid.shape[1] else 1)],
-                                 np.int64) if grid.shape[1] else np.zeros(1, np.int64)
-            offsets += per_coord[grid[d]][None, :]
-        base = np.asarray(self._eval(view.offset, coord_env if view.coord_symbols else env), np.int64)
-        offsets = offsets + (base[:, None] if base.ndim == 1 else base)
-        valid = np.ones(offsets.shape, bool)
+    def _addresses(self, view: N.View, env: dict, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Element addresses [lanes, n] and validity [lanes, n] of a view for every lane.
+
+        address = swizzle(offset + layout(c)) (no swizzle: the identity).
+        """
+        view_env = self._view_env(view, env)
+        offsets = self._layout_offsets(view)[None, :]
+        base = np.asarray(self._eval(view.offset, view_env), np.int64)
+        linear = np.broadcast_to(offsets + base, (len(lanes), offsets.shape[1]))
+        addresses = np.asarray(view.swizzle(linear), np.int64) if view.swizzle is not None else linear.copy()
+        valid = np.ones(addresses.shape, bool)
         if view.valid is not None:
-            coord_env2 = dict(env)
-            coord_env2.update({sym: grid[d][None, :] for d, sym in enumerate(view.coord_symbols)})
-            v = np.asarray(self._eval(view.valid, {**coord_env2, **{
-                k: (val[:, None] if isinstance(val, np.ndarray) and val.ndim == 1 else val)
-                for k, val in env.items()}}), bool)
-            valid = np.broadcast_to(v, offsets.shape).copy()
-        return offsets, valid
+            valid = np.broadcast_to(np.asarray(self._eval(view.valid, view_env), bool), addresses.shape).copy()
+        return addresses, valid
 
     def _index(self, mem: Memory, addr: np.ndarray, ok: np.ndarray) -> Any:
         if mem.buffer.space is N.MemorySpace.REGISTER:

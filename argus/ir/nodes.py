@@ -100,7 +100,10 @@ class Buffer:
 
 @dataclass(frozen=True)
 class View:
-    """``buffer[offset + layout(coord)]`` for every coordinate of ``layout``'s domain.
+    """``buffer[swizzle(offset + layout(coord))]`` for every coordinate of ``layout``'s domain.
+
+    ``swizzle`` (an XOR swizzle of :mod:`argus.layout_algebra`, or ``None``) applies to the
+    whole element address, so tiles and stages of a swizzled buffer keep the buffer's swizzle.
 
     ``coords`` maps a view coordinate to the coordinate of the underlying logical tensor
     (a tuple of expressions over the view-coordinate symbols ``coord_symbols``); it is what
@@ -114,6 +117,7 @@ class View:
     coord_symbols: tuple[sympy.Symbol, ...] = ()
     coords: tuple[Any, ...] | None = None
     valid: BoolExpr | None = None
+    swizzle: Any = None
 
     @property
     def space(self) -> MemorySpace:

@@ -32,6 +32,8 @@ def expr(e: Any) -> str:
 
 def view(v: N.View) -> str:
     text = f"%{v.buffer.name}[{expr(v.offset)} + {v.layout}]"
+    if v.swizzle is not None:
+        text = f"%{v.buffer.name}[{v.swizzle}({expr(v.offset)} + {v.layout})]"
     if v.valid is not None:
         text += f"{{valid: {expr(v.valid)}}}"
     return text

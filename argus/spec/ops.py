@@ -275,7 +275,7 @@ def _shape_tuple(shape: Any) -> tuple[int, ...]:
     return tuple(symbolic.static_value(s) for s in shape)
 
 
-def _allocate(space: N.MemorySpace, dtype: Any, layout: Layout, prefix: str) -> Tensor:
+def _allocate(space: N.MemorySpace, dtype: Any, layout: Layout, prefix: str, swizzle: Any = None) -> Tensor:
     builder = B.current()
     loc = builder.position()
     cosize = symbolic.static_value(layout.cosize)
@@ -284,7 +284,7 @@ def _allocate(space: N.MemorySpace, dtype: Any, layout: Layout, prefix: str) -> 
     rank = len(layout.shape) if isinstance(layout.shape, tuple) else 1
     if not isinstance(layout.shape, tuple):
         layout = Layout((layout.shape,), (layout.stride,))
-    return Tensor(N.View(buffer, layout, 0, COORDS[:rank], None, None))
+    return Tensor(N.View(buffer, layout, 0, COORDS[:rank], None, None, swizzle))
 
 
 def fragment(shape: Any, dtype: Any) -> Tensor:
@@ -304,8 +304,12 @@ def zeros(shape: Any, dtype: Any) -> Tensor:
     return full(shape, 0, dtype)
 
 
-def shared(dtype: Any, shape: Any, layout: Layout | None = None) -> Tensor:
-    """A shared-memory tensor of the block (row-major unless ``layout`` is given)."""
+def shared(dtype: Any, shape: Any, layout: Layout | None = None, *, swizzle: Any = None) -> Tensor:
+    """A shared-memory tensor of the block (row-major unless ``layout`` is given).
+
+    ``swizzle`` (e.g. ``argus.layout_algebra.Swizzle(3, 3, 3)``, in element units) permutes
+    every element address of the buffer: ``address = swizzle(offset + layout(c))``.
+    """
     shape = _shape_tuple(shape)
     if layout is None:
         strides, running = [], 1
@@ -313,7 +317,7 @@ def shared(dtype: Any, shape: Any, layout: Layout | None = None) -> Tensor:
             strides.append(running)
             running *= extent
         layout = Layout(shape, tuple(reversed(strides)))
-    return _allocate(N.MemorySpace.SHARED, dtype, layout, "smem")
+    return _allocate(N.MemorySpace.SHARED, dtype, layout, "smem", swizzle)
 
 
 def _check_same_shape(a: Tensor, b: Tensor, what: str) -> None:

@@ -121,6 +121,7 @@ class Tensor:
                 coord_symbols=COORDS[: len(_modes(layout)[0])],
                 coords=coords,
                 valid=valid,
+                swizzle=self.view.swizzle,
             )
         )
 
