@@ -31,6 +31,7 @@ __all__ = [
     "Swizzle",
     "bank_conflict_degree",
     "evaluate_all",
+    "evaluate_at",
     "hopper_swizzle",
     "image",
     "is_bijective_onto",
@@ -320,15 +321,18 @@ def _flat_static(layout: Layout) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return shape, stride
 
 
-def _evaluate_indices(function: Any, indices: Any) -> Any:
-    """``function`` at every 1-D index of a numpy array (Layouts extend their last mode)."""
+def evaluate_at(function: Any, indices: Any) -> Any:
+    """A static Swizzle, Layout or ComposedLayout at every 1-D index of a numpy int array.
+
+    Layouts extend their last mode past their size (as :meth:`Layout.extended`).
+    """
     import numpy as np
 
     if isinstance(function, Swizzle):
         return function(indices)
     if isinstance(function, ComposedLayout):
-        linear = _evaluate_indices(function.inner, indices) + np.int64(int(function.offset))
-        return _evaluate_indices(function.outer, linear)
+        linear = evaluate_at(function.inner, indices) + np.int64(int(function.offset))
+        return evaluate_at(function.outer, linear)
     shape, stride = _flat_static(function)
     result = np.zeros_like(indices)
     rest = indices
@@ -356,7 +360,7 @@ def evaluate_all(layout: Layout | ComposedLayout) -> Any:
         )
     if size_value > MAX_ENUMERATION:
         raise LayoutError(f"{layout}: {size_value} coordinates is too many to enumerate")
-    return _evaluate_indices(layout, np.arange(size_value, dtype=np.int64))
+    return evaluate_at(layout, np.arange(size_value, dtype=np.int64))
 
 
 def image(layout: Layout | ComposedLayout) -> frozenset[int]:
