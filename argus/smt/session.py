@@ -211,14 +211,11 @@ class Session:
         if scoped:
             self.push()
         try:
-            frame = self._frames[-1]
             for term, name in pairs:
                 self.add(term, name)
             literals = [lit for f in self._frames for lit, _ in f.tracked]
             start = time.perf_counter()
-            status, reason, message, resources = driver.check(
-                literals, rlimit, timeout_s, self._replay
-            )
+            status, reason, message, resources = driver.check(literals, rlimit, timeout_s)
             seconds = time.perf_counter() - start
             values = None
             if status == "sat" and model:
@@ -235,7 +232,6 @@ class Session:
                         if any(lit is x or driver.same(lit, x) for x in failed)
                     )
                 )
-            del frame
             return CheckAnswer(
                 solver=self.solver,
                 status=status,
@@ -252,12 +248,11 @@ class Session:
             if scoped:
                 self.pop()
 
-    def _replay(self) -> list[list[Any]]:
-        """The solver-level assertion stack (for a cvc5 solver rebuild)."""
-        return self._driver.stack()
-
     def interrupt(self) -> None:
-        """Ask a running check to stop (from another thread); it answers unknown ``interrupted``."""
+        """Ask a running check to stop (from another thread); it answers unknown ``interrupted``.
+
+        Z3 only: cvc5's Python API has no interrupt, so a cvc5 check stops at its limits.
+        """
         self._driver.interrupt()
 
 
@@ -326,11 +321,8 @@ class _Driver:
     def pop(self, levels: int) -> None:
         raise NotImplementedError
 
-    def stack(self) -> list[list[Any]]:
-        raise NotImplementedError
-
     def check(
-        self, literals: Sequence[Any], rlimit: int, timeout_s: float, replay: Any
+        self, literals: Sequence[Any], rlimit: int, timeout_s: float
     ) -> tuple[str, str | None, str, int | None]:
         raise NotImplementedError
 
@@ -369,7 +361,6 @@ class _Z3Driver(_Driver):
         for key, value in options.items():
             self.solver.set(key, value)
         self.spent = 0  # rlimit units consumed so far
-        self._stack: list[list[Any]] = [[]]
 
     def version(self) -> str:
         return self.z3.get_full_version()
@@ -385,20 +376,14 @@ class _Z3Driver(_Driver):
 
     def add(self, expr: Any) -> None:
         self.solver.add(expr)
-        self._stack[-1].append(expr)
 
     def push(self) -> None:
         self.solver.push()
-        self._stack.append([])
 
     def pop(self, levels: int) -> None:
         self.solver.pop(levels)
-        del self._stack[-levels:]
 
-    def stack(self) -> list[list[Any]]:
-        return self._stack
-
-    def check(self, literals, rlimit, timeout_s, replay):
+    def check(self, literals, rlimit, timeout_s):
         z3 = self.z3
         self.solver.set("rlimit", int(rlimit))
         self.solver.set("timeout", int(timeout_s * 1000) if timeout_s > 0 else 4294967295)
@@ -511,10 +496,7 @@ class _Cvc5Driver(_Driver):
         self.solver.pop(levels)
         del self._stack[-levels:]
 
-    def stack(self) -> list[list[Any]]:
-        return self._stack
-
-    def check(self, literals, rlimit, timeout_s, replay):
+    def check(self, literals, rlimit, timeout_s):
         if rlimit != self.rlimit:
             self._build(rlimit)
         self.solver.setOption("tlimit-per", str(int(timeout_s * 1000)) if timeout_s > 0 else "0")

@@ -301,9 +301,12 @@ class Term:
     ):
         args = tuple(args)
         params = tuple(params)
-        key = (op, args, params, sort)
+        # the sort of every node but a leaf follows from op, args and params
+        key = (op, args, params, sort if not args else None)
         term = _INTERNED.get(key)
         if term is not None:
+            if sort is not None and term.sort != sort:
+                raise TermError(f"ill-sorted {op}: declared {sort}, computed {term.sort}")
             return term
         checked = _check(op, args, params, sort)
         term = object.__new__(cls)
@@ -312,7 +315,7 @@ class Term:
         object.__setattr__(term, "params", params)
         object.__setattr__(term, "sort", checked)
         object.__setattr__(term, "_hash", hash((op, params, checked, tuple(a._hash for a in args))))
-        return _INTERNED.setdefault((op, args, params, checked), term)
+        return _INTERNED.setdefault((op, args, params, checked if not args else None), term)
 
     # ---- identity, hashing, pickling
     def __hash__(self) -> int:
@@ -1543,12 +1546,12 @@ def definedness(term: Term) -> list[Term]:
         if g is not TRUE:
             out.setdefault(g, None)
 
-    # explicit stack of (term, path condition); memo per (term, condition)
-    visited: set[tuple[int, int]] = set()
+    # explicit stack of (term, path condition); visited pairs keep their terms alive
+    visited: set[tuple[Term, Term]] = set()
     stack: list[tuple[Term, Term]] = [(term, TRUE)]
     while stack:
         t, cond = stack.pop()
-        key = (id(t), id(cond))
+        key = (t, cond)
         if key in visited or not t.args:
             continue
         visited.add(key)
