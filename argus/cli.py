@@ -18,6 +18,7 @@ from argus.errors import ArgusError
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("argus.doctor", "report what this machine can do (solvers, toolchains, GPUs)"),
+    "smt-diff": ("argus.smt.cli_diff", "differential testing of cvc5 and Z3 on SMT queries"),
 }
 
 

@@ -35,7 +35,7 @@ several findings apply to one query.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,12 +45,19 @@ from argus.smt.results import SolverRun
 from argus.smt.terms import Term
 
 __all__ = [
+    "BUG_CATEGORIES",
     "CATEGORIES",
+    "Campaign",
+    "CampaignReport",
     "Classification",
     "ModelCheck",
     "OracleResult",
+    "QueryOutcome",
+    "check_assertions",
     "classify",
     "enumerate_query",
+    "implied_bounds",
+    "smtlib_queries",
 ]
 
 #: every category, most severe first (``agree`` last)
@@ -130,32 +137,87 @@ class OracleResult:
     detail: str = ""
 
 
-def domain_of(var: Term, bv_bits: int = 12) -> range | tuple[bool, bool] | None:
-    """The finite domain of a variable, or ``None`` when it is unbounded (or too wide)."""
+def domain_of(
+    var: Term, implied: tuple[int | None, int | None] = (None, None), bv_bits: int = 12
+) -> range | tuple[bool, bool] | None:
+    """The finite domain of a variable, or ``None`` when it is unbounded (or too wide).
+
+    ``implied`` are bounds the query's own top-level assertions impose (see
+    :func:`implied_bounds`); the tighter of them and the declared bounds is used.
+    """
     if var.sort.is_bool:
         return (False, True)
     if var.sort.is_bv:
-        return range(1 << var.sort.width) if var.sort.width <= bv_bits else None
+        return range(1 << var.sort.width) if var.sort.width <= bv_bits else None  # type: ignore[operator]
     lo, hi = var.bounds
+    if implied[0] is not None:
+        lo = implied[0] if lo is None else max(lo, implied[0])
+    if implied[1] is not None:
+        hi = implied[1] if hi is None else min(hi, implied[1])
     if lo is None or hi is None:
         return None
     return range(lo, hi + 1)
+
+
+def implied_bounds(query: Query) -> dict[str, tuple[int | None, int | None]]:
+    """Bounds ``c <= x``, ``x < c``, ``x = c``, ... asserted at the top level of ``query``
+    (inside conjunctions too), for queries read from SMT-LIB files that carry no
+    ``argus:bounds`` comments.  Every model satisfies them, so enumerating within them is
+    still exhaustive."""
+    found: dict[str, list[int | None]] = {}
+
+    def note(var: Term, lo: int | None, hi: int | None) -> None:
+        entry = found.setdefault(var.name, [None, None])
+        if lo is not None:
+            entry[0] = lo if entry[0] is None else max(entry[0], lo)
+        if hi is not None:
+            entry[1] = hi if entry[1] is None else min(entry[1], hi)
+
+    stack = list(query.terms)
+    while stack:
+        t = stack.pop()
+        if t.op == "and":
+            stack.extend(t.args)
+            continue
+        if t.op not in ("<", "<=", ">", ">=", "=") or len(t.args) != 2:
+            continue
+        a, b = t.args
+        op = t.op
+        if a.op == "const" and b.op == "var":  # put the variable on the left
+            a, b = b, a
+            op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}[op]
+        if not (a.op == "var" and a.sort.is_int and b.op == "const"):
+            continue
+        c = b.value
+        match op:
+            case "<":
+                note(a, None, c - 1)
+            case "<=":
+                note(a, None, c)
+            case ">":
+                note(a, c + 1, None)
+            case ">=":
+                note(a, c, None)
+            case "=":
+                note(a, c, c)
+    return {name: (lo, hi) for name, (lo, hi) in found.items()}
 
 
 def enumerate_query(query: Query, *, max_points: int = 4096) -> OracleResult:
     """Decide ``query`` by evaluating it at every point of its variables' domains.
 
     The domain constraints are implied by the enumeration and are not re-evaluated.  Stops at
-    the first satisfying point.  Independent of every solver: it uses only
+    the first satisfying point.  A query with no variable is decided by one evaluation.  Independent of every solver: it uses only
     :func:`argus.smt.evaluate.evaluate`.
     """
     if query.functions():
         return OracleResult("skipped", detail="uninterpreted functions")
     variables = query.variables()
+    implied = implied_bounds(query)
     domains: list[Sequence[Any]] = []
     size = 1
     for name, var in variables.items():
-        domain = domain_of(var)
+        domain = domain_of(var, implied.get(name, (None, None)))
         if domain is None:
             return OracleResult("skipped", detail=f"variable {name!r} has no small finite domain")
         domains.append(domain)
@@ -325,3 +387,284 @@ def _check(checks: Mapping[str, ModelCheck], solver: str) -> str:
 def _agreement(answers: Mapping[str, str]) -> str:
     values = set(answers.values())
     return f"all {values.pop()}" if len(values) == 1 else ""
+
+
+# --------------------------------------------------------------------------- campaigns
+
+
+@dataclass(frozen=True)
+class QueryOutcome:
+    """Everything differential testing found out about one query."""
+
+    id: str
+    source: str
+    logic: str
+    classification: Classification
+    runs: Mapping[str, SolverRun] = field(default_factory=dict)
+    checks: Mapping[str, ModelCheck] = field(default_factory=dict)
+    oracle: OracleResult = OracleResult("skipped")
+    #: path of the minimized reproducer written for it, if any
+    reproducer: str | None = None
+    #: ``(subterms before, subterms after, predicate tests)`` of the minimization
+    minimized: tuple[int, int, int] | None = None
+    #: whether the reproducer, read back from its file, shows the same classification
+    reproduces: bool | None = None
+
+    @property
+    def category(self) -> str:
+        return self.classification.category
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.classification
+        return {
+            "id": self.id,
+            "source": self.source,
+            "logic": self.logic,
+            "category": c.category,
+            "wrong": list(c.wrong),
+            "truth": c.truth,
+            "detail": c.detail,
+            "oracle": {
+                "status": self.oracle.status,
+                "points": self.oracle.points,
+                "undefined_points": self.oracle.undefined_points,
+            },
+            "solvers": {
+                name: {
+                    "status": run.status,
+                    "reason": run.reason,
+                    "message": run.message,
+                    "seconds": round(run.seconds, 6),
+                    "resources": run.resources,
+                    "model_check": self.checks[name].status if name in self.checks else None,
+                }
+                for name, run in self.runs.items()
+            },
+            "reproducer": self.reproducer,
+            "minimized": (
+                None
+                if self.minimized is None
+                else dict(zip(("size_before", "size_after", "tests"), self.minimized))
+            ),
+            "reproduces": self.reproduces,
+        }
+
+
+#: the schema version of :meth:`CampaignReport.to_json`
+JSON_SCHEMA = 1
+
+
+@dataclass
+class CampaignReport:
+    """The result of a campaign: one :class:`QueryOutcome` per query, plus its setting."""
+
+    outcomes: list[QueryOutcome]
+    solvers: dict[str, dict[str, Any]]
+    seed: int | None = None
+    elapsed_s: float = 0.0
+
+    def counts(self) -> dict[str, int]:
+        """Category -> number of queries, every category present, in :data:`CATEGORIES` order."""
+        out = dict.fromkeys(CATEGORIES, 0)
+        for outcome in self.outcomes:
+            out[outcome.category] += 1
+        return out
+
+    def findings(self) -> list[QueryOutcome]:
+        """Outcomes that point at a solver bug (see :data:`BUG_CATEGORIES`) or at argus."""
+        return [o for o in self.outcomes if o.category in BUG_CATEGORIES | {"internal"}]
+
+    def to_json(self) -> dict[str, Any]:
+        """Machine-readable report; the keys are stable (documented in ``argus smt-diff``)."""
+        from argus import __version__
+
+        return {
+            "schema": JSON_SCHEMA,
+            "argus_version": __version__,
+            "solvers": self.solvers,
+            "seed": self.seed,
+            "total": len(self.outcomes),
+            "elapsed_s": round(self.elapsed_s, 3),
+            "counts": self.counts(),
+            "findings": len(self.findings()),
+            "queries": [o.to_json() for o in self.outcomes],
+        }
+
+
+class Campaign:
+    """Differential testing of a portfolio's solvers (see the module docstring).
+
+    ``examine`` runs one query through every solver (to completion), the model checks and
+    the enumeration oracle, and classifies it.  ``run`` does that for a stream of queries,
+    minimizes each solver-bug finding (:mod:`argus.smt.minimize`) and, given ``out_dir``,
+    writes it as a standalone ``.smt2`` reproducer whose header names the solvers, their
+    versions and options.
+    """
+
+    def __init__(
+        self,
+        portfolio: Any,
+        *,
+        oracle_points: int = 4096,
+        gap: float = 10.0,
+        gap_floor_s: float = 0.05,
+        minimize: bool = True,
+        minimize_tests: int = 200,
+        minimize_seconds: float = 60.0,
+        out_dir: str | None = None,
+    ) -> None:
+        self.portfolio = portfolio
+        self.oracle_points = oracle_points
+        self.gap = gap
+        self.gap_floor_s = gap_floor_s
+        self.minimize = minimize
+        self.minimize_tests = minimize_tests
+        self.minimize_seconds = minimize_seconds
+        self.out_dir = out_dir
+
+    def examine(self, query: Query, query_id: str = "query", source: str = "") -> QueryOutcome:
+        """Run, check, enumerate and classify one query."""
+        wait = self.portfolio.submit(query)
+        oracle = enumerate_query(query, max_points=self.oracle_points)  # while solvers work
+        runs = wait()
+        everything = (*query.domain, *query.terms)
+        checks = {
+            name: check_assertions(everything, run.model)
+            if run.model is not None
+            else ModelCheck("undefined", "no model returned")
+            for name, run in runs.items()
+            if run.status == "sat" and run.reason is None
+        }
+        classification = classify(runs, checks, oracle, gap=self.gap, gap_floor_s=self.gap_floor_s)
+        return QueryOutcome(
+            query_id, source or query.label, query.logic, classification, runs, checks, oracle
+        )
+
+    def run(
+        self,
+        queries: Iterable[tuple[str, Query | Exception]],
+        *,
+        seed: int | None = None,
+        on_outcome: Callable[[QueryOutcome], None] | None = None,
+    ) -> CampaignReport:
+        """Examine every query; ``on_outcome`` is called after each (progress display)."""
+        import time
+
+        started = time.monotonic()
+        outcomes: list[QueryOutcome] = []
+        for query_id, query in queries:
+            if isinstance(query, Exception):
+                message = getattr(query, "message", str(query))
+                outcome = QueryOutcome(
+                    query_id,
+                    query_id,
+                    "",
+                    Classification("error", detail=f"cannot read the query: {message}"),
+                )
+            else:
+                outcome = self.examine(query, query_id)
+                if outcome.category in BUG_CATEGORIES and (self.minimize or self.out_dir):
+                    outcome = self._reduce(query, outcome)
+            outcomes.append(outcome)
+            if on_outcome is not None:
+                on_outcome(outcome)
+        return CampaignReport(outcomes, self.solver_info(), seed, time.monotonic() - started)
+
+    def solver_info(self) -> dict[str, dict[str, Any]]:
+        """Solver -> version, options and resource limit (reports and reproducer headers)."""
+        versions = self.portfolio.versions()
+        options = self.portfolio.options()
+        return {
+            name: {
+                "version": versions.get(name, ""),
+                "options": options.get(name, {}),
+                "rlimit": self.portfolio.rlimits[name],
+            }
+            for name in self.portfolio.solvers
+        }
+
+    # -- minimization and reproducers
+
+    def _reduce(self, query: Query, outcome: QueryOutcome) -> QueryOutcome:
+        from dataclasses import replace
+
+        from argus.smt.minimize import minimize
+
+        signature = outcome.classification.signature
+        small = query
+        minimized = None
+        if self.minimize:
+            result = minimize(
+                query,
+                lambda q: self.examine(q, outcome.id).classification.signature == signature,
+                max_tests=self.minimize_tests,
+                max_seconds=self.minimize_seconds,
+            )
+            small = result.query
+            minimized = (result.size_before, result.size_after, result.tests)
+        outcome = replace(outcome, minimized=minimized)
+        if self.out_dir is None:
+            return outcome
+        path = self._write(small, outcome)
+        return replace(outcome, reproducer=path, reproduces=self._reproduces(path, signature))
+
+    def _write(self, query: Query, outcome: QueryOutcome) -> str:
+        import os
+        import re
+
+        from argus import __version__
+        from argus.smt.smtlib import query_to_smtlib
+
+        os.makedirs(self.out_dir, exist_ok=True)  # type: ignore[arg-type]
+        c = outcome.classification
+        lines = [
+            "argus smt-diff reproducer",
+            f"query: {outcome.id} ({outcome.source})",
+            f"category: {c.category}" + (f" (wrong: {', '.join(c.wrong)})" if c.wrong else ""),
+            f"truth: {c.truth or 'not decided independently'}",
+            f"detail: {c.detail}",
+        ]
+        for name, info in self.solver_info().items():
+            opts = " ".join(f"{k}={v}" for k, v in info["options"].items()) or "defaults"
+            lines.append(
+                f"solver: {name} {info['version']}; rlimit {info['rlimit']}; options {opts}"
+            )
+        if outcome.minimized is not None:
+            before, after, tests = outcome.minimized
+            lines.append(f"minimized: {before} -> {after} subterms in {tests} tests")
+        lines.append(f"argus {__version__}")
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", outcome.id)
+        path = os.path.join(self.out_dir, f"{safe}-{c.category}.smt2")  # type: ignore[arg-type]
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(query_to_smtlib(query, model=True, comment="\n".join(lines)))
+        return path
+
+    def _reproduces(self, path: str, signature: tuple[str, tuple[str, ...]]) -> bool:
+        from argus.smt.smtlib import read_query
+
+        with open(path, encoding="utf-8") as handle:
+            query = read_query(handle.read(), label=path)
+        return self.examine(query, path).classification.signature == signature
+
+
+def smtlib_queries(paths: Sequence[str]) -> Iterator[tuple[str, Query | Exception]]:
+    """``(id, query)`` for every ``.smt2`` file in ``paths`` (directories searched
+    recursively, in sorted order); an unreadable file yields its exception instead."""
+    import os
+
+    from argus.smt.smtlib import read_query
+
+    files: list[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            for root, _, names in os.walk(path):
+                files.extend(os.path.join(root, n) for n in names if n.endswith(".smt2"))
+        else:
+            files.append(path)
+    for file in sorted(files):
+        try:
+            with open(file, encoding="utf-8") as handle:
+                text = handle.read()
+            yield file, read_query(text, label=file)
+        except Exception as err:  # unreadable or unsupported: reported, not fatal
+            yield file, err

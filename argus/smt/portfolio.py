@@ -42,7 +42,7 @@ import math
 import multiprocessing.connection
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from argus.errors import ArgusError
@@ -335,24 +335,42 @@ class Portfolio:
     ) -> dict[str, SolverRun]:
         """Send one check to every worker and gather the runs (stop at the first usable one
         when racing, and cancel the rest)."""
+        return self._gather(self._dispatch(make), judge=judge, race=race)
+
+    def _dispatch(self, make: Callable[[int, Worker], Check | SolverRun]) -> _InFlight:
         self.start()
-        qid = next(self._qids)
-        runs: dict[str, SolverRun] = {}
-        waiting: dict[str, tuple[Worker, float, Check]] = {}
+        flight = _InFlight(next(self._qids))
         for name, worker in self.workers.items():
-            sent = self._send_check(qid, worker, make)
+            sent = self._send_check(flight.qid, worker, make)
             if isinstance(sent, SolverRun):
-                runs[name] = sent
+                flight.runs[name] = sent
             else:
-                waiting[name] = (worker, time.monotonic(), sent)
+                flight.waiting[name] = (worker, time.monotonic(), sent)
+        return flight
+
+    def _gather(
+        self,
+        flight: _InFlight,
+        *,
+        judge: Callable[[SolverRun], SolverRun] | None,
+        race: bool,
+    ) -> dict[str, SolverRun]:
+        runs, waiting = flight.runs, flight.waiting
         while waiting:
             if race and any(r.ok for r in runs.values()):
                 break
-            self._wait_round(qid, waiting, runs, judge)
+            self._wait_round(flight.qid, waiting, runs, judge)
         if race:
             for worker, _, _ in waiting.values():
-                worker.cancel_through(qid)
+                worker.cancel_through(flight.qid)
         return {name: runs[name] for name in self.workers if name in runs}
+
+    def submit(self, query: Query, *, model: bool = True) -> Callable[[], dict[str, SolverRun]]:
+        """Start :meth:`run_all` on ``query`` and return a function that waits for its runs,
+        so the caller can work (e.g. enumerate the query) while the solvers do.  Submit the
+        next query only after waiting for this one."""
+        flight = self._dispatch(lambda qid, w: self._query_check(qid, w, query, False, model))
+        return lambda: self._gather(flight, judge=None, race=False)
 
     def _send_check(
         self, qid: int, worker: Worker, make: Callable[[int, Worker], Check | SolverRun]
@@ -472,6 +490,15 @@ class Portfolio:
             if worker.alive and worker.generation in session._synced.get(worker.name, ()):
                 with contextlib.suppress(WorkerDied):
                     self._send_op(worker, session.id, "close", None)
+
+
+@dataclass
+class _InFlight:
+    """One check sent to the workers: runs received so far, workers still working on it."""
+
+    qid: int
+    runs: dict[str, SolverRun] = field(default_factory=dict)
+    waiting: dict[str, tuple[Worker, float, Check]] = field(default_factory=dict)
 
 
 def _named_hypotheses(hypotheses: Hypotheses) -> list[tuple[str, Term]]:

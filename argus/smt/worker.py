@@ -220,17 +220,27 @@ def _option_value(text: str) -> Any:
         return text
 
 
+@dataclass
+class _Scratch:
+    """A warm session for stateless checks and the declarations it has seen."""
+
+    logic: str
+    session: Any
+    declared: dict[str, Any] = field(default_factory=dict)
+    uses: int = 0
+
+
 class SessionBackend(Backend):
     """A real solver (``"z3"`` or ``"cvc5"``) through :class:`argus.smt.session.Session`.
 
-    Stateless checks run in a scratch session per logic (push, assert, check, pop), kept
-    warm; a scratch session is rebuilt after ``recycle_after`` checks so that translation
-    caches do not grow without bound.  Options are applied to every session and validated
+    Stateless checks run in warm scratch sessions (push, assert, check, pop), one per logic
+    and set of compatible declarations; a scratch session is rebuilt after
+    ``recycle_after`` checks so that translation caches do not grow without bound.  Options are applied to every session and validated
     once at start-up by a trivial check, so a misspelled option fails the worker's start.
     """
 
     recycle_after = 4000
-    max_scratch = 4
+    max_scratch = 6
 
     def __init__(self, options: Mapping[str, str], *, solver: str) -> None:
         super().__init__(options)
@@ -241,8 +251,7 @@ class SessionBackend(Backend):
         self._solver_options = {
             k: (_option_value(v) if solver == "z3" else v) for k, v in self.options.items()
         }
-        self._scratch: dict[str, Any] = {}  # logic -> Session, most recently used last
-        self._scratch_uses: dict[str, int] = {}
+        self._scratch: list[_Scratch] = []  # most recently used last
         self._sessions: dict[int, Any] = {}
         self._running: Any = None
         self._interrupted = False
@@ -276,24 +285,46 @@ class SessionBackend(Backend):
 
     # -- stateless checks
 
-    def _scratch_session(self, logic: str, rlimit: int) -> Any:
-        session = self._scratch.pop(logic, None)
-        if session is not None and self._scratch_uses.get(logic, 0) >= self.recycle_after:
-            session.close()
-            session = None
-        if session is None:
-            session = self._new_session(logic, rlimit)
-            self._scratch_uses[logic] = 0
-        self._scratch[logic] = session  # most recently used last
-        while len(self._scratch) > self.max_scratch:
-            oldest = next(iter(self._scratch))
-            self._scratch.pop(oldest).close()
-            self._scratch_uses.pop(oldest, None)
-        self._scratch_uses[logic] += 1
-        return session
+    def _scratch_session(self, query: Any, rlimit: int) -> Any:
+        """A warm scratch session for ``query``: same logic, and no variable or function
+        declared there under the query's names with other sorts or bounds (translators
+        declare a name once per context)."""
+        names = {**query.variables(), **query.functions()}
+        for index, slot in enumerate(self._scratch):
+            if slot.logic != query.logic or slot.uses >= self.recycle_after:
+                continue
+            if any(slot.declared.get(n, d) != d for n, d in names.items()):
+                continue
+            del self._scratch[index]
+            break
+        else:
+            slot = _Scratch(query.logic, self._new_session(query.logic, rlimit))
+            while len(self._scratch) >= self.max_scratch:
+                self._scratch.pop(0).session.close()
+        slot.declared.update(names)
+        slot.uses += 1
+        self._scratch.append(slot)  # most recently used last
+        return slot.session
 
     def check_query(self, query: Any, limits: Limits, *, model: bool, core: bool) -> SolverRun:
-        session = self._scratch_session(query.logic, limits.rlimit)
+        try:
+            return self._check_query(query, limits, model=model, core=core)
+        except Exception as err:
+            self.reset()
+            if query.logic == "ALL":
+                raise
+            # Did the solver refuse the query only because of its declared logic?  Then the
+            # logic is wrong (argus's side), not the solver: report an error, not a crash.
+            try:
+                self._check_query(replace(query, logic="ALL"), limits, model=False, core=False)
+            except Exception:
+                self.reset()
+                raise err from None
+            message = f"rejected in the declared logic {query.logic}: {_first_line(err)}"
+            return SolverRun(self.solver, "unknown", "error", message)
+
+    def _check_query(self, query: Any, limits: Limits, *, model: bool, core: bool) -> SolverRun:
+        session = self._scratch_session(query, limits.rlimit)
         session.push()
         try:
             session.add_query(query)
@@ -302,11 +333,10 @@ class SessionBackend(Backend):
             session.pop()
 
     def reset(self) -> None:
-        for session in self._scratch.values():
+        for slot in self._scratch:
             with contextlib.suppress(Exception):
-                session.close()
+                slot.session.close()
         self._scratch.clear()
-        self._scratch_uses.clear()
 
     # -- sessions
 
@@ -552,7 +582,8 @@ def _run_check(backend: Backend, cancellation: _Cancellation, request: Check, na
             )
         if run.status == "unknown" and cancellation.cancelled(request.qid):
             run = replace(run, reason="cancelled")
-        run = replace(run, solver=name, seconds=time.perf_counter() - started)
+        # the solver's own check time when the backend measured it, else the whole request
+        run = replace(run, solver=name, seconds=run.seconds or time.perf_counter() - started)
     except Exception as err:
         run = SolverRun(
             name,

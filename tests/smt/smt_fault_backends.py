@@ -79,6 +79,8 @@ class FaultyBackend(SessionBackend):
             case "instant_unsat":
                 return SolverRun(self.solver, "unsat", resources=0)
         run = solve()
+        if self.fault == "slow":  # the injected delay is part of this solver's check time
+            return replace(run, seconds=run.seconds + self.delay_s)
         if run.status != "sat" or run.reason is not None:
             return run
         if self.fault == "wrong_verdict":
