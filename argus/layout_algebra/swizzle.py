@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import sympy
+
 from argus import symbolic as sym
 from argus.layout_algebra.algebra import composition
 from argus.layout_algebra.layout import Layout, LayoutError
@@ -290,11 +292,13 @@ class ComposedLayout:
         """Replace size symbols by values in every part."""
         outer = self.outer.specialize(env) if hasattr(self.outer, "specialize") else self.outer
         offset = self.offset
-        if not isinstance(offset, int):
-            bound = {k: v for k, v in env.items()}
-            free = sym.free_symbols(offset)
-            if free and all(s in bound or s.name in bound for s in free):
-                offset = sym.evaluate(offset, bound)
+        if isinstance(offset, sympy.Expr) and offset.free_symbols:
+            binding = {
+                s: sympy.Integer(env[s] if s in env else env[s.name])
+                for s in offset.free_symbols
+                if s in env or s.name in env
+            }
+            offset = sym.normalize(offset.xreplace(binding))
         return ComposedLayout(outer, offset, self.inner.specialize(env))
 
     def __str__(self) -> str:

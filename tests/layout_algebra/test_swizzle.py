@@ -362,3 +362,13 @@ def test_lds_tile_layout_is_a_bijection_onto_the_tile() -> None:
             assert tile(row, col) // 64 == row
     with pytest.raises(LayoutError):
         lds_swizzle(48)
+
+
+def test_composed_layout_specialize() -> None:
+    n = sym.size_symbol("n")
+    composed = ComposedLayout(Swizzle(3, 3, 3), 2 * n, Layout((8, n), (n, 1)))
+    concrete = composed.specialize({"n": 64})
+    assert concrete.is_static and concrete.offset == 128
+    assert concrete == ComposedLayout(Swizzle(3, 3, 3), 128, Layout((8, 64), (64, 1)))
+    for i in range(0, 512, 37):
+        assert concrete(i) == Swizzle(3, 3, 3)(128 + concrete.inner(i))
