@@ -80,7 +80,26 @@ class InterpreterError(ArgusError):
 
 # --------------------------------------------------------------------------- expressions
 
+class _Broadcasting:
+    """``logical_and``/``logical_or`` whose ``reduce`` broadcasts operands of different shapes
+    (a lane predicate [lanes, 1] with an element predicate [lanes, n])."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+    def reduce(self, operands: Any) -> Any:
+        result = operands[0]
+        for operand in operands[1:]:
+            result = self.fn(result, operand)
+        return result
+
+
 _NUMPY_FUNCTIONS = {
+    "logical_and": _Broadcasting(np.logical_and),
+    "logical_or": _Broadcasting(np.logical_or),
     "FloorDiv": lambda a, b: np.floor_divide(a, b),
     "Mod": lambda a, b: np.mod(a, b),
     "TruncDiv": lambda a, b: np.trunc(np.divide(a, b)).astype(np.int64),
@@ -205,11 +224,17 @@ def handles(op_type: type):
 
 
 class Blocked:
-    def __init__(self, barrier_id: int, participants: int | None, lanes: np.ndarray, op: N.Op) -> None:
+    """A warp waits: at a barrier (``barrier_id``, ``participants``), or, when ``ready`` is given,
+    until ``ready()`` returns true (collectives, waits on asynchronous state); a ``ready`` wait
+    has no barrier semantics (no happens-before edge)."""
+
+    def __init__(self, barrier_id: int, participants: int | None, lanes: np.ndarray, op: N.Op,
+                 ready: Any = None) -> None:
         self.barrier_id = barrier_id
         self.participants = participants
         self.lanes = lanes
         self.op = op
+        self.ready = ready
 
 
 class Interpreter:
@@ -328,6 +353,9 @@ class _BlockRun:
                 if event is not None:
                     blocked[w] = event
                 progressed = True
+            for w in [w for w, b in blocked.items() if b.ready is not None and b.ready()]:
+                del blocked[w]
+                progressed = True
             if self._release(blocked, done, warps):
                 progressed = True
             if not progressed and len(done) < warps:
@@ -348,7 +376,8 @@ class _BlockRun:
             return False
         by_id: dict[int, list[int]] = {}
         for w, b in blocked.items():
-            by_id.setdefault(b.barrier_id, []).append(w)
+            if b.ready is None:
+                by_id.setdefault(b.barrier_id, []).append(w)
         released = False
         for barrier_id, ws in by_id.items():
             expected = blocked[ws[0]].participants or self.threads
@@ -798,3 +827,7 @@ def _convert(numerics: Any, src: Any, dst: Any, values: np.ndarray, rounding: st
     if src.is_float and not dst.is_float:
         rounding = {"rn": "rni", "rz": "rzi", "rm": "rmi", "rp": "rpi"}.get(rounding, rounding)
     return numerics.convert(values, src, dst, rounding=rounding, saturate=satfinite)
+
+
+# handlers implemented in their own modules register themselves on import
+from argus.ir import interp_mma as _interp_mma  # noqa: E402,F401

@@ -75,6 +75,18 @@ from argus.spec.ops import (
     warpgroup_id,
     zeros,
 )
+from argus.spec.mma_ops import (
+    atomic_add,
+    broadcast,
+    mma,
+    mma_atom,
+    mma_fragment,
+    mma_partition,
+    reduce,
+    retile,
+    shuffle,
+    warp_reduce,
+)
 from argus.spec.tensor import Tensor
 
 __all__ = [
@@ -84,4 +96,8 @@ __all__ = [
     "fragment", "full", "i8", "i32", "kernel", "kernel_hash", "lane_id", "load", "maximum",
     "minimum", "no_alias", "range", "reset_tags", "select", "shared", "store", "tag",
     "thread_id", "u32", "warp_id", "warpgroup_id", "zeros",
+]
+__all__ += [
+    "atomic_add", "broadcast", "mma", "mma_atom", "mma_fragment", "mma_partition", "reduce", "retile",
+    "shuffle", "warp_reduce",
 ]

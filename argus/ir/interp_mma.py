@@ -1,0 +1,536 @@
+"""Reference semantics of the matrix and collective operations: ``Mma``, ``Shuffle``,
+``Reduce`` (with a cross-lane tree) and ``Atomic``.
+
+Collectives
+-----------
+An MMA atom, a shuffle and a cross-lane reduction are executed by a group of threads
+together: a warp (32 threads), a warpgroup (4 warps, 128 threads) or an AMD wavefront (64
+threads, two interpreter warps).  Every lane of the group must be active (a collective
+under divergence is reported), and the group runs the op once all its warps have arrived:
+each arriving warp contributes its operands (read at arrival, from its own registers), the
+last one computes the result for the whole group and writes every participant's
+registers, and the others wait (a wait with no barrier semantics: it orders nothing else).
+A warp that never arrives shows as a deadlock at the collective.
+
+MMA tags
+--------
+The tag of an operand element is a record of integers whose **last field is its k**:
+
+* an A element (row ``m``, column ``k`` of the M×K tile) carries ``(row..., k)``,
+* a B element (B is viewed N×K: row ``n``, column ``k``) carries ``(col..., k)``,
+
+as written by ``tag(a, lambda i, k: (i, k))`` and ``tag(b, lambda j, k: (j, k))`` for an
+M×K matrix ``a`` and an N×K matrix ``b``.  For every ``m, n, k`` whose A and B elements are
+both tagged, the k fields must be equal; a difference is a ``tag`` violation naming the
+block, the thread holding the A element, its fragment element and the MMA's program point.
+Each result element ``D[m, n]`` carries ``A.row + B.col`` (the A fields before k followed by
+the B fields before k, e.g. ``(i, j)``) when every A element of row ``m`` carries the same
+row fields and every B element of row ``n`` the same col fields; otherwise it is untagged
+(⊥).  The accumulator C follows the elementwise rule: a tagged C element that differs from
+that record makes ``D`` untagged.
+
+Reduction tags
+--------------
+A reduction's result element carries the tag fields (in their order) on which all the
+elements it combined agree; if one of them is untagged, or none agree, it is untagged.
+Reducing a row of ``(i, j)``-tagged scores over ``j`` gives ``(i,)``.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from argus.errors import ArgusError
+from argus.ir import nodes as N
+from argus.ir.atoms import mma_atom
+from argus.ir.interpreter import (
+    _UNTAGGED,
+    MAX_TAG_FIELDS,
+    WARP,
+    Blocked,
+    InterpreterError,
+    Violation,
+    _apply,
+    _merge_tags,
+    handles,
+)
+
+# --------------------------------------------------------------------------- collectives
+
+
+def _fail(run: Any, op: N.Op, kind: str, message: str, thread: int | None = None,
+          element: tuple[int, ...] | None = None, other: int | None = None) -> InterpreterError:
+    return InterpreterError(Violation(kind, message, block=run.block, thread=thread, other_thread=other,
+                                      element=element, position=op.loc, op=op.kind))
+
+
+def _require_converged(run: Any, op: N.Op, mask: np.ndarray, lanes: np.ndarray, group_threads: int) -> None:
+    if not mask.all():
+        idle = lanes[~mask]
+        raise _fail(run, op, "collective",
+                    f"{op.kind} is executed by {group_threads} threads together, but thread {int(idle[0])} "
+                    "of the group is not here (divergent control flow)",
+                    thread=int(lanes[mask][0]), other=int(idle[0]))
+
+
+def _collective(run: Any, op: N.Op, mask: np.ndarray, lanes: np.ndarray, group_threads: int,
+                contribution: Any, finish: Any):
+    """Run ``finish({warp: contribution})`` once every warp of this thread's group arrived.
+
+    A generator: a warp that is not the last to arrive waits (``Blocked`` with ``ready``).
+    """
+    _require_converged(run, op, mask, lanes, group_threads)
+    warp = int(lanes[0]) // WARP
+    if group_threads <= WARP:
+        finish({warp: contribution})
+        return
+    group = int(lanes[0]) // group_threads
+    if (group + 1) * group_threads > run.threads:
+        raise _fail(run, op, "collective",
+                    f"{op.kind} needs a group of {group_threads} threads but the block has {run.threads}",
+                    thread=int(lanes[0]))
+    counts = run.__dict__.setdefault("_collective_counts", {})
+    pending = run.__dict__.setdefault("_collective_pending", {})
+    occurrence = counts.get((id(op), warp), 0)
+    counts[(id(op), warp)] = occurrence + 1
+    key = (id(op), group, occurrence)
+    entry = pending.setdefault(key, {"parts": {}, "done": False})
+    entry["parts"][warp] = contribution
+    if len(entry["parts"]) == group_threads // WARP:
+        del pending[key]
+        finish(dict(sorted(entry["parts"].items())))
+        entry["done"] = True
+        return
+    yield Blocked(-1, None, lanes, op, ready=lambda: entry["done"])
+
+
+# --------------------------------------------------------------------------- fragments
+
+
+def _value_order(run: Any, view: N.View) -> np.ndarray:
+    """``order[v]`` = position (in the view's element enumeration) of fragment value ``v``.
+
+    The value index of a fragment element is the column-major linear index of its coordinate
+    in the view's shape (the CuTe convention of TV layouts' value modes).
+    """
+    key = ("value-order", id(view.layout), run.size_key)
+    cached = run.interp.address_cache.get(key)
+    if cached is None:
+        grid, _ = run._elements(view)
+        extents = grid.max(axis=1) + 1 if grid.size else np.zeros(0, np.int64)
+        linear = np.zeros(grid.shape[1], np.int64)
+        scale = 1
+        for d in range(grid.shape[0]):
+            linear += grid[d] * scale
+            scale *= int(extents[d])
+        order = np.empty_like(linear)
+        order[linear] = np.arange(len(linear))
+        cached = run.interp.address_cache[key] = (order, view.layout)
+    return cached[0]
+
+
+class _Fragment:
+    """One warp's register fragment of a view: values, tags and addresses, in value order."""
+
+    def __init__(self, run: Any, op: N.Op, view: N.View, env: dict, mask: np.ndarray, lanes: np.ndarray,
+                 write: bool) -> None:
+        mem, addr, ok = run._access(op, view, env, mask, lanes, write=write, check_init=not write)
+        if not ok.all():
+            raise _fail(run, op, "layout", f"fragment %{view.buffer.name} has invalid (masked) elements",
+                        thread=int(lanes[0]))
+        order = _value_order(run, view)
+        self.mem, self.lanes, self.order, self.view = mem, lanes, order, view
+        self.addr = addr[:, order]  # [lanes, values]
+        if not write:
+            rows = lanes[:, None]
+            self.values = mem.values[rows, self.addr]
+            self.fields = mem.tag_fields[rows, self.addr]
+            self.counts = mem.tag_count[rows, self.addr]
+            self.names = mem.tag_names[rows, self.addr]
+
+    def write(self, run: Any, values: np.ndarray, fields: np.ndarray, counts: np.ndarray, names: np.ndarray) -> None:
+        """Write ``[lanes, values]`` arrays (value order) into this fragment."""
+        mem, rows = self.mem, self.lanes[:, None]
+        dtype = mem.buffer.dtype
+        if getattr(dtype, "is_float", False):
+            values = run.interp.numerics.round_to(dtype, np.asarray(values, np.float64))
+        mem.values[rows, self.addr] = values
+        mem.written[rows, self.addr] = True
+        mem.tag_fields[rows, self.addr] = fields
+        mem.tag_count[rows, self.addr] = counts
+        mem.tag_names[rows, self.addr] = names
+
+
+class _SharedTile:
+    """A shared-memory operand tile read by the whole group (its addresses must be uniform)."""
+
+    def __init__(self, run: Any, op: N.Op, view: N.View, env: dict, lanes: np.ndarray) -> None:
+        first = lanes[:1]
+        env1 = {k: (v[:1] if isinstance(v, np.ndarray) and v.ndim == 1 and len(v) == len(lanes) else v)
+                for k, v in env.items()}
+        mem, addr, ok = run._access(op, view, env1, np.ones(1, bool), first, write=False)
+        if not ok.all():
+            raise _fail(run, op, "layout", f"shared operand %{view.buffer.name} has invalid elements",
+                        thread=int(first[0]))
+        grid, _ = run._elements(view)
+        self.addr = addr[0]
+        self.coords = grid
+        self.values = mem.values[self.addr]
+        self.fields = mem.tag_fields[self.addr]
+        self.counts = mem.tag_count[self.addr]
+        self.names = mem.tag_names[self.addr]
+
+
+@cache
+def _tv_table(atom_name: str, which: str) -> tuple[np.ndarray, np.ndarray]:
+    """``offsets[t, v]`` = tile offset of thread t's value v, and its inverse ``(t, v)`` per offset."""
+    spec = mma_atom(atom_name)
+    layout = spec.layouts.operand(which)
+    threads, values = spec.threads, spec.values_per_thread(which)
+    offsets = np.array([[int(layout(t, v)) for v in range(values)] for t in range(threads)], np.int64)
+    inverse = np.empty((offsets.size, 2), np.int64)
+    inverse[offsets.ravel()] = np.stack(np.divmod(np.arange(offsets.size), values), axis=1)
+    return offsets, inverse
+
+
+def _matrix(spec: Any, which: str, parts: dict[int, Any], attr: str) -> np.ndarray:
+    """Operand ``which`` (tile shape ``(rows, cols)``) gathered from the warps' fragments.
+
+    Returns an array of shape (rows, cols, ...) of the fragments' ``attr`` (values, tag fields...).
+    """
+    rows, cols = spec.tile(which)
+    offsets, _ = _tv_table(spec.name, which)
+    stacked = np.concatenate([getattr(parts[w], attr) for w in parts], axis=0)  # [threads, values, ...]
+    flat = np.empty((rows * cols, *stacked.shape[2:]), stacked.dtype)
+    flat[offsets.ravel()] = stacked.reshape(-1, *stacked.shape[2:])
+    return flat.reshape(cols, rows, *stacked.shape[2:]).swapaxes(0, 1)
+
+
+def _shared_matrix(spec: Any, which: str, tile: _SharedTile, attr: str) -> np.ndarray:
+    rows, cols = spec.tile(which)
+    data = getattr(tile, attr)
+    out = np.empty((rows, cols, *data.shape[1:]), data.dtype)
+    out[tile.coords[0], tile.coords[1]] = data
+    return out
+
+
+# --------------------------------------------------------------------------- MMA
+
+
+@handles(N.Mma)
+def run_mma(run: Any, op: N.Mma, env: dict, mask: np.ndarray, lanes: np.ndarray):
+    spec = mma_atom(op.atom)
+    _require_converged(run, op, mask, lanes, spec.threads)
+    part: dict[str, Any] = {}
+    for which, view in (("a", op.a), ("b", op.b)):
+        if spec.source(which) == "shared":
+            part[which] = _SharedTile(run, op, view, env, lanes)
+        else:
+            part[which] = _Fragment(run, op, view, env, mask, lanes, write=False)
+    part["c"] = _Fragment(run, op, op.c, env, mask, lanes, write=False)
+    part["d"] = _Fragment(run, op, op.d, env, mask, lanes, write=True)
+    yield from _collective(run, op, mask, lanes, spec.threads, part,
+                           lambda parts: _mma_group(run, op, spec, parts))
+
+
+def _operand(spec: Any, which: str, parts: dict[int, dict], attr: str) -> np.ndarray:
+    if spec.source(which) == "shared":
+        last = parts[max(parts)][which]
+        for w, p in parts.items():
+            if not np.array_equal(p[which].addr, last.addr):
+                raise ValueError(w)
+        return _shared_matrix(spec, which, last, attr)
+    return _matrix(spec, which, {w: p[which] for w, p in parts.items()}, attr)
+
+
+def _mma_group(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict]) -> None:
+    try:
+        a = _operand(spec, "a", parts, "values")
+        b = _operand(spec, "b", parts, "values")
+    except ValueError as err:
+        w = int(err.args[0])
+        raise _fail(run, op, "collective",
+                    f"the shared-memory operands of {spec.name} differ between the warps of the group "
+                    f"(warp {w}): every warp must name the same tile", thread=w * WARP) from None
+    c = _matrix(spec, "c", {w: p["c"] for w, p in parts.items()}, "values")
+    numerics = run.interp.numerics
+    d = numerics.mma(a, b.T, c, a_dtype=spec.a_dtype, b_dtype=spec.b_dtype, acc_dtype=spec.acc_dtype)
+    fields, counts, names = _mma_tags(run, op, spec, parts)
+    offsets, _ = _tv_table(spec.name, "c")
+    d_flat = np.asarray(d, np.float64).T.ravel()  # column-major tile offsets
+    f_flat = fields.swapaxes(0, 1).reshape(-1, MAX_TAG_FIELDS)
+    c_flat = counts.T.ravel()
+    n_flat = names.T.ravel()
+    base = _group_base(spec, parts)
+    for p in parts.values():
+        frag = p["d"]
+        threads = frag.lanes - base
+        idx = offsets[threads]  # [lanes, values]
+        frag.write(run, d_flat[idx], f_flat[idx], c_flat[idx], n_flat[idx])
+
+
+def _mma_tags(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict]):
+    """Result tags (fields [M, N, F], counts [M, N], names [M, N]) after the k-agreement check."""
+    fa = _operand(spec, "a", parts, "fields")
+    ca = _operand(spec, "a", parts, "counts")
+    fb = _operand(spec, "b", parts, "fields")
+    cb = _operand(spec, "b", parts, "counts")
+    M = ca.shape[0]
+    Nn = cb.shape[0]
+    tagged_a, tagged_b = ca >= 1, cb >= 1
+    ka = np.take_along_axis(fa, np.maximum(ca - 1, 0)[..., None], axis=-1)[..., 0]  # [M, K]
+    kb = np.take_along_axis(fb, np.maximum(cb - 1, 0)[..., None], axis=-1)[..., 0]  # [N, K]
+    both = tagged_a[:, None, :] & tagged_b[None, :, :]
+    clash = both & (ka[:, None, :] != kb[None, :, :])  # [M, N, K]
+    if clash.any():
+        mi, ni, ki = (int(x) for x in np.argwhere(clash)[0])
+        thread, element = _holder(run, spec, "a", parts, mi, ki)
+        ta = tuple(int(v) for v in fa[mi, ki, :ca[mi, ki]])
+        tb = tuple(int(v) for v in fb[ni, ki, :cb[ni, ki]])
+        raise _fail(run, op, "tag",
+                    f"{spec.name}: operands disagree on k: A[{mi}, {ki}] carries tag {ta} (k = {ta[-1]}) "
+                    f"but B[{ni}, {ki}] carries tag {tb} (k = {tb[-1]}); the last tag field is k",
+                    thread=thread, element=element)
+    # row fields of A (all but k) must be the same along k; likewise col fields of B
+    field_index = np.arange(MAX_TAG_FIELDS)
+    ra = np.where(field_index < (ca - 1)[..., None], fa, 0)
+    rb = np.where(field_index < (cb - 1)[..., None], fb, 0)
+    row_ok = tagged_a.all(axis=1) & (ca == ca[:, :1]).all(axis=1) & (ra == ra[:, :1]).all(axis=(1, 2))
+    col_ok = tagged_b.all(axis=1) & (cb == cb[:, :1]).all(axis=1) & (rb == rb[:, :1]).all(axis=(1, 2))
+    nrow, ncol = ca[:, 0] - 1, cb[:, 0] - 1
+    fields = np.zeros((M, Nn, MAX_TAG_FIELDS), np.int64)
+    counts = np.full((M, Nn), _UNTAGGED, np.int64)
+    ok = row_ok[:, None] & col_ok[None, :] & ((nrow[:, None] + ncol[None, :]) <= MAX_TAG_FIELDS)
+    for mi in np.flatnonzero(row_ok):
+        for ni in np.flatnonzero(col_ok):
+            if ok[mi, ni]:
+                r, c = int(nrow[mi]), int(ncol[ni])
+                fields[mi, ni, :r] = fa[mi, 0, :r]
+                fields[mi, ni, r:r + c] = fb[ni, 0, :c]
+                counts[mi, ni] = r + c
+    # accumulator rule: a tagged C element must agree, else the result is untagged
+    fc = _matrix(spec, "c", {w: p["c"] for w, p in parts.items()}, "fields")
+    cc = _matrix(spec, "c", {w: p["c"] for w, p in parts.items()}, "counts")
+    differs = (cc != _UNTAGGED) & ((cc != counts) | (fc != fields).any(axis=-1))
+    counts[differs] = _UNTAGGED
+    names = np.full((M, Nn), "mma", object)
+    return fields, counts, names
+
+
+def _group_base(spec: Any, parts: dict[int, Any]) -> int:
+    """First thread of the group that executes the atom."""
+    return (min(parts) * WARP // spec.threads) * spec.threads
+
+
+def _holder(run: Any, spec: Any, which: str, parts: dict[int, dict], row: int, col: int):
+    """(thread, fragment element) holding element (row, col) of operand ``which``."""
+    rows, _ = spec.tile(which)
+    if spec.source(which) == "shared":
+        return max(parts) * WARP, (row, col)
+    _, inverse = _tv_table(spec.name, which)
+    t, v = (int(x) for x in inverse[row + rows * col])
+    thread = _group_base(spec, parts) + t
+    frag = parts[thread // WARP][which]
+    _, coords = run._elements(frag.view)
+    return thread, coords[int(frag.order[v])]
+
+
+# --------------------------------------------------------------------------- shuffles
+
+
+@handles(N.Shuffle)
+def run_shuffle(run: Any, op: N.Shuffle, env: dict, mask: np.ndarray, lanes: np.ndarray):
+    width = op.width
+    if width <= 0 or width & (width - 1) or width > 64:
+        raise ArgusError(f"shuffle width {width} is not a power of two up to 64", position=op.loc)
+    _require_converged(run, op, mask, lanes, max(width, WARP))
+    src_mem, src_addr, _ = run._access(op, op.src, env, mask, lanes, write=False)
+    rows = lanes[:, None]
+    part = {
+        "values": src_mem.values[rows, src_addr], "fields": src_mem.tag_fields[rows, src_addr],
+        "counts": src_mem.tag_count[rows, src_addr], "names": src_mem.tag_names[rows, src_addr],
+        "lane": np.broadcast_to(np.asarray(run._eval(op.lane, env), np.int64), lanes.shape).copy(),
+        "dst": _Fragment(run, op, op.dst, env, mask, lanes, write=True),
+        "order": _value_order(run, op.src),
+    }
+    yield from _collective(run, op, mask, lanes, max(width, WARP), part, lambda parts: _shuffle_group(op, parts, run))
+
+
+def _shuffle_source(mode: str, lane: np.ndarray, operand: np.ndarray, width: int) -> np.ndarray:
+    """Source lane of each lane (PTX ``shfl.sync`` with a full member mask and ``width``-lane segments):
+    a source outside the lane's segment (``up``/``down``/``xor``) returns the lane's own value."""
+    start = lane - lane % width
+    match mode:
+        case "idx":
+            return start + operand % width
+        case "xor":
+            source = lane ^ operand
+        case "up":
+            source = lane - operand
+        case "down":
+            source = lane + operand
+        case _:
+            raise ArgusError(f"shuffle mode {mode!r} is not idx, xor, up or down")
+    inside = (source >= start) & (source < start + width)
+    return np.where(inside, source, lane)
+
+
+def _shuffle_group(op: N.Shuffle, parts: dict[int, dict], run: Any) -> None:
+    warps = sorted(parts)
+    cat = {k: np.concatenate([parts[w][k] for w in warps], axis=0) for k in ("values", "fields", "counts", "names", "lane")}
+    lane = np.arange(len(cat["lane"]))
+    source = _shuffle_source(op.mode, lane, cat["lane"], op.width)
+    order = parts[warps[0]]["order"]
+    start = 0
+    for w in warps:
+        frag = parts[w]["dst"]
+        n = len(frag.lanes)
+        src = source[start:start + n]
+        start += n
+        frag.write(run, cat["values"][src][:, order], cat["fields"][src][:, order],
+                   cat["counts"][src][:, order], cat["names"][src][:, order])
+
+
+# --------------------------------------------------------------------------- reductions
+
+
+def _reduce_plan(run: Any, op: N.Reduce) -> np.ndarray:
+    """``groups[e, r]``: the src element positions combined into dst element position ``e``,
+    in increasing src position order."""
+    key = ("reduce", id(op.src.layout), id(op.dst.layout), op.modes, run.size_key)
+    cached = run.interp.address_cache.get(key)
+    if cached is None:
+        src_grid, _ = run._elements(op.src)
+        dst_grid, _ = run._elements(op.dst)
+        kept = [d for d in range(src_grid.shape[0]) if d not in op.modes]
+        dst_extents = dst_grid.max(axis=1) + 1 if dst_grid.size else np.zeros(0, np.int64)
+        if len(kept) != dst_grid.shape[0] and not (not kept and dst_grid.shape[1] == 1):
+            raise ArgusError("reduce: the destination's rank is not the source's minus the reduced modes",
+                             position=op.loc)
+        target = np.zeros(src_grid.shape[1], np.int64)
+        for d, src_d in enumerate(kept):
+            target = target * int(dst_extents[d]) + src_grid[src_d]
+        order = np.argsort(target, kind="stable")
+        count = dst_grid.shape[1]
+        groups = order.reshape(count, -1)
+        cached = run.interp.address_cache[key] = (groups, op)
+    return cached[0]
+
+
+@handles(N.Reduce)
+def run_reduce(run: Any, op: N.Reduce, env: dict, mask: np.ndarray, lanes: np.ndarray):
+    if op.across_lanes:
+        _require_converged(run, op, mask, lanes, WARP)
+    elif not mask.all():  # a thread-local reduction: run it on the active lanes only
+        env = {k: (v[mask] if isinstance(v, np.ndarray) and v.ndim == 1 and len(v) == len(lanes) else v)
+               for k, v in env.items()}
+        lanes, mask = lanes[mask], np.ones(int(mask.sum()), bool)
+    src_mem, src_addr, ok = run._access(op, op.src, env, mask, lanes, write=False)
+    if not ok.all():
+        raise _fail(run, op, "layout", "reduce: the source has invalid (masked) elements", thread=int(lanes[0]))
+    rows = lanes[:, None]
+    groups = _reduce_plan(run, op)
+    values = src_mem.values[rows, src_addr]
+    dtype = op.src.buffer.dtype
+    numerics = run.interp.numerics
+    acc = values[:, groups[:, 0]]
+    for r in range(1, groups.shape[1]):
+        acc = _apply(numerics, op.fn, dtype, [acc, values[:, groups[:, r]]])
+    part = {
+        "values": np.asarray(acc), "fields": src_mem.tag_fields[rows, src_addr][:, groups],
+        "counts": src_mem.tag_count[rows, src_addr][:, groups], "names": src_mem.tag_names[rows, src_addr][:, groups[:, 0]],
+        "dst": _Fragment(run, op, op.dst, env, mask, lanes, write=True), "dst_order": _value_order(run, op.dst),
+    }
+    masks = tuple(int(m) for m in op.across_lanes)
+    for m in masks:
+        if m <= 0 or m & (m - 1) or m >= 64:
+            raise ArgusError(f"reduce: across_lanes entry {m} is not a power-of-two xor mask below 64",
+                             position=op.loc)
+    if not masks:
+        _reduce_group(run, op, masks, {int(lanes[0]) // WARP: part})
+        return
+    yield from _collective(run, op, mask, lanes, max(2 * max(masks), WARP), part,
+                           lambda parts: _reduce_group(run, op, masks, parts))
+
+
+def _reduce_group(run: Any, op: N.Reduce, masks: tuple[int, ...], parts: dict[int, dict]) -> None:
+    warps = sorted(parts)
+    values = np.concatenate([parts[w]["values"] for w in warps], axis=0)  # [L, E]
+    fields = np.concatenate([parts[w]["fields"] for w in warps], axis=0)  # [L, E, R, F]
+    counts = np.concatenate([parts[w]["counts"] for w in warps], axis=0)  # [L, E, R]
+    names = np.concatenate([parts[w]["names"] for w in warps], axis=0)  # [L, E]
+    lane = np.arange(values.shape[0])
+    dtype = op.src.buffer.dtype
+    for m in masks:  # butterfly: every lane ends with the same value
+        values = _apply(run.interp.numerics, op.fn, dtype, [values, values[lane ^ m]])
+    partners = [lane]
+    for m in masks:
+        partners = partners + [p ^ m for p in partners]
+    if len(partners) > 1:
+        fields = np.concatenate([fields[p] for p in partners], axis=2)
+        counts = np.concatenate([counts[p] for p in partners], axis=2)
+    out_fields, out_counts = _common_fields(fields, counts)
+    start = 0
+    for w in warps:
+        frag = parts[w]["dst"]
+        n = len(frag.lanes)
+        sl = slice(start, start + n)
+        start += n
+        order = parts[w]["dst_order"]
+        frag.write(run, values[sl][:, order], out_fields[sl][:, order], out_counts[sl][:, order], names[sl][:, order])
+
+
+def _common_fields(fields: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per [lane, element]: the tag fields on which all combined elements (axis 2) agree, compacted."""
+    tagged = (counts != _UNTAGGED).all(axis=2)
+    count = counts[:, :, 0]
+    present = np.arange(MAX_TAG_FIELDS)[None, None, :] < count[..., None]
+    same_count = (counts == counts[:, :, :1]).all(axis=2)
+    agree = (fields == fields[:, :, :1, :]).all(axis=2) & present & same_count[..., None]
+    first = fields[:, :, 0, :]
+    order = np.argsort(~agree, axis=-1, kind="stable")
+    compact = np.take_along_axis(first, order, axis=-1)
+    n = agree.sum(axis=-1)
+    compact = np.where(np.arange(MAX_TAG_FIELDS)[None, None, :] < n[..., None], compact, 0)
+    out_counts = np.where(tagged & (n > 0), n, _UNTAGGED)
+    return compact, out_counts
+
+
+# --------------------------------------------------------------------------- atomics
+
+
+@handles(N.Atomic)
+def run_atomic(run: Any, op: N.Atomic, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
+    """Read-modify-write of every element, lanes in increasing order (elements of one lane in
+    order); atomics commute, so they are exempt from the race and write-conflict checks."""
+    if op.fn not in ("add", "max", "min"):
+        raise ArgusError(f"interpreter: atomic {op.fn!r} is not executable yet", position=op.loc)
+    dst_mem, dst_addr, ok = run._access(op, op.dst, env, mask, lanes, write=False, pred=op.pred,
+                                        check_init=False, track=False)
+    src_mem, src_addr, _ = run._access(op, op.src, env, mask, lanes, write=False)
+    src_idx = run._index(src_mem, src_addr, ok)
+    values = src_mem.values[src_idx]
+    src_tags = (src_mem.tag_fields[src_idx], src_mem.tag_count[src_idx], src_mem.tag_names[src_idx])
+    addr = dst_addr[ok]
+    dtype = dst_mem.buffer.dtype
+    numerics = run.interp.numerics
+    pending = np.arange(len(addr))
+    while len(pending):
+        _, first = np.unique(addr[pending], return_index=True)
+        now = pending[np.sort(first)]
+        a = addr[now]
+        old_tags = (dst_mem.tag_fields[a], dst_mem.tag_count[a], dst_mem.tag_names[a])
+        merged = _merge_tags([old_tags, tuple(t[now] for t in src_tags)])
+        was_written = dst_mem.written[a]
+        new = _apply(numerics, op.fn, dtype, [dst_mem.values[a], values[now]])
+        new = np.where(was_written, new, np.nan)
+        if not was_written.all():
+            i = int(np.flatnonzero(~was_written)[0])
+            raise _fail(run, op, "uninitialized", f"atomic {op.fn} on %{op.dst.buffer.name}[{int(a[i])}] "
+                        "before any write")
+        dst_mem.values[a] = new
+        dst_mem.tag_fields[a], dst_mem.tag_count[a], dst_mem.tag_names[a] = merged
+        pending = np.setdiff1d(pending, now, assume_unique=True)

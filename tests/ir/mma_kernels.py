@@ -1,0 +1,81 @@
+"""Kernels for the MMA and collective tests: one atom tile, shuffles, reductions, re-tiling."""
+
+import argus.spec as A
+from argus.ir.atoms import mma_atom
+
+
+def one_tile(atom: str, *, WRONG_K: bool = False):
+    """D = A·Bᵀ + C for one atom tile, operands straight from global memory.
+
+    A is M×K, B is N×K, C and D are M×N.  Tags: A (i, k), B (j, k); D must carry (i, j).
+    ``WRONG_K`` pairs B's k-halves the wrong way round (a planted bug).
+    """
+    spec = mma_atom(atom)
+    m, n, k = spec.mnk
+    ta, tb = spec.a_dtype, spec.b_dtype
+    dims_a, dims_b, dims_c = f"{m} {k}", f"{n} {k}", f"{m} {n}"
+    threads = spec.threads
+
+    @A.kernel(threads=threads)
+    def mma_one_tile(a: A.Global(ta, dims_a), b: A.Global(tb, dims_b), c: A.Global(A.f32, dims_c),
+                     d: A.Global(A.f32, dims_c)):
+        A.tag(a, lambda i, kk: (i, kk), "A")
+        if WRONG_K:
+            A.tag(b, lambda j, kk: (j, (kk + k // 2) % k), "B")
+        else:
+            A.tag(b, lambda j, kk: (j, kk), "B")
+        A.tag(c, lambda i, j: (i, j), "C")
+        if spec.a_source == "shared":
+            sa = A.shared(ta, (m, k))
+            A.copy(a.tile((m, 1), (0, A.thread_id() % k)), sa.tile((m, 1), (0, A.thread_id() % k)),
+                   pred=A.thread_id() < k)
+            fa = sa
+        else:
+            fa = A.load(A.mma_partition(spec, "a", a))
+        if spec.b_source == "shared":
+            sb = A.shared(tb, (n, k))
+            A.copy(b.tile((n, 1), (0, A.thread_id() % k)), sb.tile((n, 1), (0, A.thread_id() % k)),
+                   pred=A.thread_id() < k)
+            fb = sb
+        else:
+            fb = A.load(A.mma_partition(spec, "b", b))
+        A.barrier()
+        acc = A.load(A.mma_partition(spec, "c", c))
+        A.mma(spec, fa, fb, acc)
+        out = A.mma_partition(spec, "c", d)
+        A.store(acc, out)
+        A.assert_tag(out, lambda i, j, t: t == (i, j), "D[i, j] pairs row i of A with row j of B")
+
+    return mma_one_tile
+
+
+@A.kernel(threads=32)
+def shuffles(x: A.Global(A.f32, "32 2"), y: A.Global(A.f32, "4 32 2"), SHIFT: A.const = 3):
+    """y[0] = idx-shuffle from lane (l + SHIFT) % 32, y[1] = xor 5, y[2] = up 2, y[3] = down 7."""
+    A.tag(x, lambda i, j: (i, j), "x")
+    lane = A.lane_id()
+    v = A.load(x.tile((1, 2), (lane, 0)))
+    A.store(A.shuffle(v, (lane + SHIFT) % 32, "idx"), y[0].tile((1, 2), (lane, 0)))
+    A.store(A.shuffle(v, 5, "xor"), y[1].tile((1, 2), (lane, 0)))
+    A.store(A.shuffle(v, 2, "up"), y[2].tile((1, 2), (lane, 0)))
+    A.store(A.shuffle(v, 7, "down"), y[3].tile((1, 2), (lane, 0)))
+    A.assert_tag(y[0].tile((1, 2), (lane, 0)), lambda s, i, j, t: t == ((i + SHIFT) % 32, j))
+
+
+@A.kernel(threads=64)
+def lane_reductions(x: A.Global(A.f32, "64 4"), s: A.Global(A.f32, "64"), mx: A.Global(A.f32, "64")):
+    """Per lane: the sum over the 4 lanes of a quad and 4 values; the max over the wavefront (64)."""
+    A.tag(x, lambda i, j: (i // 4, i % 4, j), "x")
+    t = A.thread_id()
+    v = A.load(x.tile((1, 4), (t, 0)))
+    quad = A.reduce(v, "add", across_lanes=(1, 2))
+    A.assert_tag(quad, lambda e, tag: tag == (t // 4,), "a quad's sum keeps the quad index")
+    A.store(quad, s.tile((1,), (t,)))
+    A.store(A.reduce(v, "max", across_lanes=(32, 16, 8, 4, 2, 1)), mx.tile((1,), (t,)))
+
+
+@A.kernel(threads=32, grid=lambda n: (A.cdiv(n, 32),))
+def bucket_sums(w: A.Global(A.f32, "n"), h: A.Global(A.f32, "8"), n: A.Index):
+    """h[b] += w[i] for every i with i % 8 == b, by atomics from every block."""
+    i = A.block_id(0) * 32 + A.thread_id()
+    A.atomic_add(h.tile((1,), (A.thread_id() % 8,)), A.load(w.tile((1,), (i,))), pred=i < n)

@@ -1,0 +1,186 @@
+"""MMA atoms, shuffles, reductions and atomics on the reference interpreter.
+
+Each atom's tile is checked bit-exactly against ``numerics.mma`` (the defined semantics) and
+within ``mma_tolerance`` against a float64 product on fresh random inputs; the tag rules
+(k agreement, result ``(row, col)``) are checked with a correct and a planted-bug kernel.
+"""
+
+
+import inspect
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import argus.spec as A
+from argus.ir import numerics
+from argus.ir.atoms import mma_atom
+from argus.ir.interpreter import Interpreter, InterpreterError
+
+sys.path.insert(0, str(Path(__file__).parent))
+import mma_kernels as K
+
+ATOMS = [
+    "mma.sync.m16n8k16.bf16", "mma.sync.m16n8k16.f16",
+    "wgmma.m64n16k16.bf16", "wgmma.m64n24k16.f16.rs",
+    "v_mfma_f32_32x32x8_bf16", "v_mfma_f32_16x16x16_bf16",
+    "v_mfma_f32_32x32x16_fp8_fp8", "v_mfma_f32_16x16x32_fp8_fp8",
+]
+
+
+def _random(rng, dtype, shape):
+    x = numerics.round_to(dtype, rng.standard_normal(shape))
+    x[x == 0] = 1.0
+    return x
+
+
+def _line(fn, text: str) -> int:
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+@pytest.mark.parametrize("name", ATOMS)
+def test_one_atom_tile_matches_exact_semantics_and_float64(name):
+    spec = mma_atom(name)
+    m, n, k = spec.mnk
+    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    a, b = _random(rng, spec.a_dtype, (m, k)), _random(rng, spec.b_dtype, (n, k))
+    c = _random(rng, spec.acc_dtype, (m, n))
+    out = Interpreter(K.one_tile(name).specialize()).run(
+        {"a": a, "b": b, "c": c, "d": np.zeros((m, n), np.float32)})["d"]
+    exact = numerics.mma(a, b.T, c, a_dtype=spec.a_dtype, b_dtype=spec.b_dtype, acc_dtype=spec.acc_dtype)
+    np.testing.assert_array_equal(out, exact)
+    reference = a.astype(np.float64) @ b.astype(np.float64).T + c
+    assert np.all(np.abs(out - reference) <= numerics.mma_tolerance(a, b.T, c))
+
+
+@pytest.mark.parametrize("name", ["mma.sync.m16n8k16.bf16", "wgmma.m64n16k16.bf16", "v_mfma_f32_16x16x16_bf16"])
+def test_wrong_k_pairing_is_a_tag_violation_at_the_mma(name):
+    spec = mma_atom(name)
+    m, n, k = spec.mnk
+    rng = np.random.default_rng(5)
+    kernel = K.one_tile(name, WRONG_K=True)
+    inputs = {"a": _random(rng, spec.a_dtype, (m, k)), "b": _random(rng, spec.b_dtype, (n, k)),
+              "c": _random(rng, spec.acc_dtype, (m, n)), "d": np.zeros((m, n), np.float32)}
+    with pytest.raises(InterpreterError) as err:
+        Interpreter(kernel.specialize()).run(inputs)
+    v = err.value.violation
+    assert v.kind == "tag" and "disagree on k" in v.message
+    assert v.block == (0, 0, 0) and v.thread is not None and 0 <= v.thread < spec.threads
+    assert v.element is not None
+    assert v.position.line == _line(kernel.fn, "A.mma(spec, fa, fb, acc)")
+
+
+def test_shuffles_move_values_and_tags():
+    rng = np.random.default_rng(7)
+    x = _random(rng, "f32", (32, 2))
+    y = Interpreter(K.shuffles.specialize()).run({"x": x, "y": np.zeros((4, 32, 2), np.float32)})["y"]
+    lane = np.arange(32)
+    np.testing.assert_array_equal(y[0], x[(lane + 3) % 32])
+    np.testing.assert_array_equal(y[1], x[lane ^ 5])
+    np.testing.assert_array_equal(y[2], x[np.where(lane >= 2, lane - 2, lane)])
+    np.testing.assert_array_equal(y[3], x[np.where(lane + 7 < 32, lane + 7, lane)])
+
+
+def test_lane_reductions_over_a_quad_and_a_wavefront():
+    rng = np.random.default_rng(8)
+    x = _random(rng, "f32", (64, 4))
+    out = Interpreter(K.lane_reductions.specialize()).run(
+        {"x": x, "s": np.zeros(64, np.float32), "mx": np.zeros(64, np.float32)})
+    quad = x.astype(np.float64).reshape(16, 16).sum(axis=1)
+    np.testing.assert_allclose(out["s"], np.repeat(quad, 4), rtol=1e-6)
+    assert np.all(out["s"].reshape(16, 4) == out["s"].reshape(16, 4)[:, :1])  # butterfly: equal in a quad
+    np.testing.assert_array_equal(out["mx"], np.full(64, x.max()))
+
+
+def test_atomics_from_all_blocks_accumulate():
+    rng = np.random.default_rng(9)
+    n = 100
+    w = _random(rng, "f32", (n,))
+    h = _random(rng, "f32", (8,))
+    out = Interpreter(K.bucket_sums.specialize()).run({"w": w, "h": h.copy()}, {"n": n})["h"]
+    expected = h.astype(np.float64) + np.array([w[(np.arange(n) % 32) % 8 == b].astype(np.float64).sum()
+                                                for b in range(8)])
+    np.testing.assert_allclose(out, expected, rtol=1e-5)
+
+
+# --------------------------------------------------------------------------- front-end errors
+
+
+def _trace_error(body):
+    @A.kernel(threads=32)
+    def k(a: A.Global(A.bf16, "16 16"), b: A.Global(A.bf16, "8 16"), c: A.Global(A.f32, "16 8")):
+        body(a, b, c)
+
+    with pytest.raises(A.SpecError) as err:
+        k.specialize()
+    return err.value
+
+
+def test_mma_rejects_a_wrong_operand_type_with_hint():
+    atom = "mma.sync.m16n8k16.bf16"
+
+    def body(a, b, c):
+        fa = A.load(A.mma_partition(atom, "a", a)).to(A.f32)
+        fb = A.load(A.mma_partition(atom, "b", b))
+        A.mma(atom, fa, fb, A.mma_fragment(atom, "c"))
+
+    err = _trace_error(body)
+    assert "A has element type f32" in err.message and "to(A.bf16)" in err.hint
+    assert err.position is not None and err.position.file == __file__
+
+
+def test_mma_rejects_a_fragment_of_the_wrong_size_and_unknown_atoms():
+    atom = "mma.sync.m16n8k16.bf16"
+
+    def wrong_size(a, b, c):
+        fa = A.load(A.mma_partition(atom, "a", a))
+        A.mma(atom, fa, fa, A.mma_fragment(atom, "c"))
+
+    err = _trace_error(wrong_size)
+    assert "B fragment has 8 values per thread, the atom needs 4" in err.message
+
+    def unknown(a, b, c):
+        A.mma("mma.sync.m16n8k8.bf16", a, b, c)
+
+    err = _trace_error(unknown)
+    assert "unknown MMA atom" in err.message and "mma.sync.m16n8k16" in err.hint
+
+    def shared_for_register(a, b, c):
+        s = A.shared(A.bf16, (16, 16))
+        A.mma(atom, s, A.load(A.mma_partition(atom, "b", b)), A.mma_fragment(atom, "c"))
+
+    err = _trace_error(shared_for_register)
+    assert "register fragment" in err.message and "mma_partition" in err.hint
+
+
+def test_warpgroup_atom_needs_a_whole_warpgroup():
+    atom = "wgmma.m64n8k16.bf16"
+
+    @A.kernel(threads=64)
+    def k(c: A.Global(A.f32, "64 8")):
+        sa, sb = A.shared(A.bf16, (64, 16)), A.shared(A.bf16, (8, 16))
+        A.mma(atom, sa, sb, A.mma_fragment(atom, "c"))
+
+    with pytest.raises(A.SpecError) as err:
+        k.specialize()
+    assert "128 threads" in err.value.message
+
+
+def test_mma_under_divergence_is_a_collective_violation():
+    atom = "mma.sync.m16n8k16.bf16"
+
+    @A.kernel(threads=32)
+    def k(a: A.Global(A.bf16, "16 16"), b: A.Global(A.bf16, "8 16"), c: A.Global(A.f32, "16 8")):
+        fa = A.load(A.mma_partition(atom, "a", a))
+        fb = A.load(A.mma_partition(atom, "b", b))
+        acc = A.mma_fragment(atom, "c")
+        if A.thread_id() < 16:
+            A.mma(atom, fa, fb, acc)
+
+    rng = np.random.default_rng(1)
+    with pytest.raises(InterpreterError) as err:
+        Interpreter(k.specialize()).run({"a": _random(rng, "bf16", (16, 16)), "b": _random(rng, "bf16", (8, 16)),
+                                         "c": np.zeros((16, 8), np.float32)})
+    assert err.value.violation.kind == "collective" and err.value.violation.other_thread == 16
