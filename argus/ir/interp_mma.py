@@ -272,17 +272,30 @@ def _mma_group(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict]) -> None:
         frag.write(run, d_flat[idx], f_flat[idx], c_flat[idx], n_flat[idx])
 
 
+def _split_k(fields: np.ndarray, counts: np.ndarray, k_field: int):
+    """Per element of an operand ([rows, K] of records): whether it has a k field, its k, and
+    the other fields in order (compacted) with their number."""
+    width = fields.shape[-1]
+    kidx = counts + k_field if k_field < 0 else np.full_like(counts, k_field)
+    has_k = (counts >= 1) & (kidx >= 0) & (kidx < counts)
+    kval = np.take_along_axis(fields, np.clip(kidx, 0, width - 1)[..., None], axis=-1)[..., 0]
+    j = np.arange(width)
+    source = np.clip(np.where(j < kidx[..., None], j, j + 1), 0, width - 1)
+    rest_count = np.where(has_k, counts - 1, 0)
+    rest = np.where(j < rest_count[..., None], np.take_along_axis(fields, source, axis=-1), 0)
+    return has_k, kval, rest, rest_count
+
+
 def _mma_tags(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict]):
     """Result tags (fields [M, N, F], counts [M, N], names [M, N]) after the k-agreement check."""
     fa = _operand(spec, "a", parts, "fields")
     ca = _operand(spec, "a", parts, "counts")
     fb = _operand(spec, "b", parts, "fields")
     cb = _operand(spec, "b", parts, "counts")
-    M = ca.shape[0]
-    Nn = cb.shape[0]
-    tagged_a, tagged_b = ca >= 1, cb >= 1
-    ka = np.take_along_axis(fa, np.maximum(ca - 1, 0)[..., None], axis=-1)[..., 0]  # [M, K]
-    kb = np.take_along_axis(fb, np.maximum(cb - 1, 0)[..., None], axis=-1)[..., 0]  # [N, K]
+    M, Nn = ca.shape[0], cb.shape[0]
+    a_field, b_field = op.k_fields if op.k_fields is not None else (-1, -1)
+    tagged_a, ka, ra, nra = _split_k(fa, ca, a_field)
+    tagged_b, kb, rb, nrb = _split_k(fb, cb, b_field)
     both = tagged_a[:, None, :] & tagged_b[None, :, :]
     clash = both & (ka[:, None, :] != kb[None, :, :])  # [M, N, K]
     if clash.any():
@@ -290,27 +303,24 @@ def _mma_tags(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict]):
         thread, element = _holder(run, spec, "a", parts, mi, ki)
         ta = tuple(int(v) for v in fa[mi, ki, :ca[mi, ki]])
         tb = tuple(int(v) for v in fb[ni, ki, :cb[ni, ki]])
+        which = "the last tag field is k" if op.k_fields is None else f"k is tag field {a_field} of A, {b_field} of B"
         raise _fail(run, op, "tag",
-                    f"{spec.name}: operands disagree on k: A[{mi}, {ki}] carries tag {ta} (k = {ta[-1]}) "
-                    f"but B[{ni}, {ki}] carries tag {tb} (k = {tb[-1]}); the last tag field is k",
+                    f"{spec.name}: operands disagree on k: A[{mi}, {ki}] carries tag {ta} (k = {int(ka[mi, ki])}) "
+                    f"but B[{ni}, {ki}] carries tag {tb} (k = {int(kb[ni, ki])}); {which}",
                     thread=thread, element=element)
     # row fields of A (all but k) must be the same along k; likewise col fields of B
-    field_index = np.arange(MAX_TAG_FIELDS)
-    ra = np.where(field_index < (ca - 1)[..., None], fa, 0)
-    rb = np.where(field_index < (cb - 1)[..., None], fb, 0)
-    row_ok = tagged_a.all(axis=1) & (ca == ca[:, :1]).all(axis=1) & (ra == ra[:, :1]).all(axis=(1, 2))
-    col_ok = tagged_b.all(axis=1) & (cb == cb[:, :1]).all(axis=1) & (rb == rb[:, :1]).all(axis=(1, 2))
-    nrow, ncol = ca[:, 0] - 1, cb[:, 0] - 1
+    row_ok = tagged_a.all(axis=1) & (nra == nra[:, :1]).all(axis=1) & (ra == ra[:, :1]).all(axis=(1, 2))
+    col_ok = tagged_b.all(axis=1) & (nrb == nrb[:, :1]).all(axis=1) & (rb == rb[:, :1]).all(axis=(1, 2))
+    nrow, ncol = nra[:, 0], nrb[:, 0]
     fields = np.zeros((M, Nn, MAX_TAG_FIELDS), np.int64)
     counts = np.full((M, Nn), _UNTAGGED, np.int64)
     ok = row_ok[:, None] & col_ok[None, :] & ((nrow[:, None] + ncol[None, :]) <= MAX_TAG_FIELDS)
     for mi in np.flatnonzero(row_ok):
-        for ni in np.flatnonzero(col_ok):
-            if ok[mi, ni]:
-                r, c = int(nrow[mi]), int(ncol[ni])
-                fields[mi, ni, :r] = fa[mi, 0, :r]
-                fields[mi, ni, r:r + c] = fb[ni, 0, :c]
-                counts[mi, ni] = r + c
+        for ni in np.flatnonzero(ok[mi]):
+            r, c = int(nrow[mi]), int(ncol[ni])
+            fields[mi, ni, :r] = ra[mi, 0, :r]
+            fields[mi, ni, r:r + c] = rb[ni, 0, :c]
+            counts[mi, ni] = r + c
     # accumulator rule: a tagged C element must agree, else the result is untagged
     fc = _matrix(spec, "c", {w: p["c"] for w, p in parts.items()}, "fields")
     cc = _matrix(spec, "c", {w: p["c"] for w, p in parts.items()}, "counts")

@@ -307,6 +307,35 @@ class Interpreter:
         return out
 
 
+def _plain_layout_offsets(layout: Any, grid: np.ndarray, sizes: dict) -> np.ndarray | None:
+    """``layout(c)`` for the coordinates ``grid`` [modes, n] of a plain ``Layout``, vectorized:
+    each top-level mode's index is split column-major over its (flattened) sub-shape.  ``None``
+    for other layout objects (swizzled, composed), which are evaluated element by element."""
+    from argus.layout_algebra import Layout
+    from argus.layout_algebra.int_tuple import flatten
+
+    if type(layout) is not Layout:
+        return None
+    shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
+    stride = layout.stride if isinstance(layout.stride, tuple) else (layout.stride,)
+    out = np.zeros(grid.shape[1], np.int64)
+    for d, (mode_shape, mode_stride) in enumerate(zip(shape, stride)):
+        sub_shapes = flatten(mode_shape) if isinstance(mode_shape, tuple) else (mode_shape,)
+        sub_strides = flatten(mode_stride) if isinstance(mode_stride, tuple) else (mode_stride,)
+        index = grid[d].astype(np.int64)
+        for i, (extent, step) in enumerate(zip(sub_shapes, sub_strides)):
+            try:
+                extent, step = symbolic.evaluate(extent, sizes), symbolic.evaluate(step, sizes)
+            except ValueError:
+                return None
+            if not isinstance(extent, (int, np.integer)) or not isinstance(step, (int, np.integer)):
+                return None
+            digit = index % int(extent) if i < len(sub_shapes) - 1 else index
+            out += digit * int(step)
+            index = index // int(extent)
+    return out
+
+
 def _truth(x: Any) -> bool:
     return bool(np.all(x))
 
@@ -517,14 +546,17 @@ class _BlockRun:
         key = ("offsets", id(view.layout), self.size_key)
         cached = self.interp.address_cache.get(key)
         if cached is None:
-            _, coords = self._elements(view)
-            values = []
-            for c in coords:
-                value = view.layout(c if len(c) != 1 else c[0])
-                if not isinstance(value, (int, np.integer)):
-                    value = symbolic.evaluate(value, self.state.sizes)
-                values.append(int(value))
-            cached = self.interp.address_cache[key] = (np.array(values, np.int64), view.layout)
+            grid, coords = self._elements(view)
+            offsets = _plain_layout_offsets(view.layout, grid, self.state.sizes)
+            if offsets is None:
+                values = []
+                for c in coords:
+                    value = view.layout(c if len(c) != 1 else c[0])
+                    if not isinstance(value, (int, np.integer)):
+                        value = symbolic.evaluate(value, self.state.sizes)
+                    values.append(int(value))
+                offsets = np.array(values, np.int64)
+            cached = self.interp.address_cache[key] = (offsets, view.layout)
         return cached[0]
 
     def _addresses(self, view: N.View, env: dict, lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

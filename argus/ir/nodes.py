@@ -214,7 +214,11 @@ class Convert(Op):
 
 @dataclass(frozen=True, kw_only=True)
 class Mma(Op):
-    """``d = a @ b + c`` through an MMA atom, on the atom's fragment layouts."""
+    """``d = a @ b + c`` through an MMA atom, on the atom's fragment layouts.
+
+    ``k_fields``: which tag field of an A and of a B element is its ``k`` (the k-agreement
+    check); ``None`` means the last field of each.
+    """
 
     atom: str
     a: View
@@ -222,6 +226,7 @@ class Mma(Op):
     c: View
     d: View
     handle: Handle | None = None
+    k_fields: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

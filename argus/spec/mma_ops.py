@@ -144,7 +144,8 @@ def _fragment_size(t: Tensor) -> int | None:
     return symbolic.static_value(t.size)
 
 
-def mma(atom: str | MmaAtomSpec, a: Tensor, b: Tensor, acc: Tensor) -> Tensor:
+def mma(atom: str | MmaAtomSpec, a: Tensor, b: Tensor, acc: Tensor, *,
+        k_fields: tuple[int, int] | None = None) -> Tensor:
     """``acc = a·b + acc`` through ``atom``, executed by the atom's whole warp / warpgroup /
     wavefront together; returns ``acc`` (updated in place).
 
@@ -153,7 +154,9 @@ def mma(atom: str | MmaAtomSpec, a: Tensor, b: Tensor, acc: Tensor) -> Tensor:
     thread.  wgmma reads B — and A in the ``.ss`` form — from shared memory: pass the
     ``(M, K)`` / ``(N, K)`` shared tile.  The reference semantics is exact (fp32
     accumulation); tags: A and B elements must agree on ``k`` (their last tag field) and each
-    result element gets ``A.row + B.col`` (see :mod:`argus.ir.interp_mma`).
+    result element gets ``A.row + B.col`` (see :mod:`argus.ir.interp_mma`).  ``k_fields =
+    (i, j)`` names tag field ``i`` of A and ``j`` of B as k instead (e.g. ``(-1, 0)`` when B is a
+    transposed accumulator tagged ``(k, col)``).
     """
     spec = mma_atom(atom)
     builder = B.current()
@@ -162,7 +165,12 @@ def mma(atom: str | MmaAtomSpec, a: Tensor, b: Tensor, acc: Tensor) -> Tensor:
                       f"the kernel has {builder.threads} threads", hint=f"use a multiple of {spec.threads} threads")
     for which, t in (("a", a), ("b", b), ("c", acc)):
         _check_operand(spec, which, t)
-    builder.emit(N.Mma(atom=spec.name, a=a.view, b=b.view, c=acc.view, d=acc.view,
+    if k_fields is not None:
+        if not (isinstance(k_fields, tuple) and len(k_fields) == 2 and all(isinstance(f, int) for f in k_fields)):
+            raise B.error(f"mma: k_fields={k_fields!r} must be a pair of tag field indices (A's, B's)",
+                          hint="e.g. k_fields=(-1, 0): the last field of A's tags, the first of B's")
+        k_fields = None if k_fields == (-1, -1) else k_fields
+    builder.emit(N.Mma(atom=spec.name, a=a.view, b=b.view, c=acc.view, d=acc.view, k_fields=k_fields,
                        scope=spec.scope.ir_scope, loc=builder.position()))
     return acc
 

@@ -79,3 +79,55 @@ def bucket_sums(w: A.Global(A.f32, "n"), h: A.Global(A.f32, "8"), n: A.Index):
     """h[b] += w[i] for every i with i % 8 == b, by atomics from every block."""
     i = A.block_id(0) * 32 + A.thread_id()
     A.atomic_add(h.tile((1,), (A.thread_id() % 8,)), A.load(w.tile((1,), (i,))), pred=i < n)
+
+
+SYNC = "mma.sync.m16n8k16.bf16"
+
+
+@A.kernel(threads=32)
+def two_gemms_mma_sync(q: A.Global(A.bf16, "16 16"), k: A.Global(A.bf16, "16 16"), vt: A.Global(A.bf16, "8 16"),
+                       o: A.Global(A.f32, "16 8")):
+    """O = bf16(Q·Kᵀ)·V with the f32 accumulator of GEMM-1 re-tiled as GEMM-2's A (no data moves).
+
+    Tags: q (i, d), k (j, d) → S (i, j); vt (e, j) → O (i, e).
+    """
+    A.tag(q, lambda i, d: (i, d), "q")
+    A.tag(k, lambda j, d: (j, d), "k")
+    A.tag(vt, lambda e, j: (e, j), "vt")
+    fq = A.load(A.mma_partition(SYNC, "a", q))
+    s = A.mma_fragment(SYNC, "c", (1, 2))
+    for ni in A.range(2, unroll=True):
+        A.mma(SYNC, fq, A.load(A.mma_partition(SYNC, "b", k.tile((8, 16), (ni, 0)))), s[0, ni])
+    p = A.retile(s, SYNC, SYNC, "a", dtype=A.bf16)
+    acc = A.mma_fragment(SYNC, "c")
+    A.mma(SYNC, p[0, 0], A.load(A.mma_partition(SYNC, "b", vt)), acc)
+    out = A.mma_partition(SYNC, "c", o)
+    A.store(acc, out)
+    A.assert_tag(out, lambda i, e, t: t == (i, e), "O[i, e] pairs S row i with V column e")
+
+
+MFMA = "v_mfma_f32_32x32x8_bf16"
+
+
+@A.kernel(threads=64)
+def two_gemms_mfma(k: A.Global(A.bf16, "32 8"), q: A.Global(A.bf16, "32 8"), vt: A.Global(A.bf16, "32 32"),
+                   ot: A.Global(A.f32, "32 32")):
+    """Oᵀ = Vᵀ·Pᵀ on one wavefront, P = bf16(S), S = Q·Kᵀ: GEMM-1 computes Sᵀ = K·Qᵀ (C rows are
+    keys), and that accumulator, transposed, is already GEMM-2's B operand (B is viewed N×K =
+    queries × keys) in every lane's registers.
+
+    Tags: k (j, d), q (i, d) → Sᵀ (j, i); as B, k is field 0 (j); vt (e, j) → Oᵀ (e, i).
+    """
+    A.tag(k, lambda j, d: (j, d), "k")
+    A.tag(q, lambda i, d: (i, d), "q")
+    A.tag(vt, lambda e, j: (e, j), "vt")
+    st = A.mma_fragment(MFMA, "c")
+    A.mma(MFMA, A.load(A.mma_partition(MFMA, "a", k)), A.load(A.mma_partition(MFMA, "b", q)), st)
+    p = A.retile(st, MFMA, MFMA, "b", transpose=True, dtype=A.bf16)
+    acc = A.mma_fragment(MFMA, "c")
+    for ks in A.range(4, unroll=True):
+        A.mma(MFMA, A.load(A.mma_partition(MFMA, "a", vt.tile((32, 8), (0, ks)))), p[0, ks], acc,
+              k_fields=(-1, 0))
+    out = A.mma_partition(MFMA, "c", ot)
+    A.store(acc, out)
+    A.assert_tag(out, lambda e, i, t: t == (e, i), "Oᵀ[e, i] pairs V column e with S row i")

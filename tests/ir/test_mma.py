@@ -184,3 +184,37 @@ def test_mma_under_divergence_is_a_collective_violation():
         Interpreter(k.specialize()).run({"a": _random(rng, "bf16", (16, 16)), "b": _random(rng, "bf16", (8, 16)),
                                          "c": np.zeros((16, 8), np.float32)})
     assert err.value.violation.kind == "collective" and err.value.violation.other_thread == 16
+
+
+def test_accumulator_retiled_as_next_operand_mma_sync():
+    rng = np.random.default_rng(11)
+    q, k, vt = _random(rng, "bf16", (16, 16)), _random(rng, "bf16", (16, 16)), _random(rng, "bf16", (8, 16))
+    out = Interpreter(K.two_gemms_mma_sync.specialize()).run({"q": q, "k": k, "vt": vt, "o": np.zeros((16, 8), np.float32)})
+    s = numerics.mma(q, k.T, None, a_dtype="bf16")
+    p = numerics.round_to("bf16", s)
+    np.testing.assert_array_equal(out["o"], numerics.mma(p, vt.T, None, a_dtype="bf16"))
+    reference = (q.astype(np.float64) @ k.T.astype(np.float64)) @ vt.T.astype(np.float64)
+    np.testing.assert_allclose(out["o"], reference, rtol=0.05, atol=0.05 * np.abs(reference).max())
+    # one op moves the whole fragment: the permutation is the identity for mma.sync
+    ops = [op for op in K.two_gemms_mma_sync.specialize().body.ops if type(op).__name__ == "Convert"]
+    assert len(ops) == 1
+
+
+def test_transposed_mfma_accumulator_as_b_operand():
+    rng = np.random.default_rng(12)
+    k, q, vt = _random(rng, "bf16", (32, 8)), _random(rng, "bf16", (32, 8)), _random(rng, "bf16", (32, 32))
+    out = Interpreter(K.two_gemms_mfma.specialize()).run({"k": k, "q": q, "vt": vt, "ot": np.zeros((32, 32), np.float32)})
+    st = numerics.mma(k, q.T, None, a_dtype="bf16")  # Sᵀ: rows keys j, columns queries i
+    p = numerics.round_to("bf16", st)
+    np.testing.assert_array_equal(out["ot"], numerics.mma(vt, p, None, a_dtype="bf16"))
+
+
+def test_retile_between_mismatched_layouts_is_an_error():
+    @A.kernel(threads=64)
+    def k():
+        st = A.mma_fragment("v_mfma_f32_32x32x8_bf16", "c")
+        A.retile(st, "v_mfma_f32_32x32x8_bf16", "v_mfma_f32_32x32x8_bf16", "a")
+
+    with pytest.raises(A.SpecError) as err:
+        k.specialize()
+    assert "is held by thread" in err.value.message and "transpose=True" in err.value.hint
