@@ -69,10 +69,12 @@ class _Tester:
         self.cache: dict[tuple[Assertion, ...], bool] = {}
 
     def __call__(self, assertions: Sequence[Assertion]) -> bool:
+        if time.monotonic() > self.deadline:
+            raise _Budget
         key = tuple(assertions)
         if key in self.cache:
             return self.cache[key]
-        if self.tests >= self.max_tests or time.monotonic() > self.deadline:
+        if self.tests >= self.max_tests:
             raise _Budget
         self.tests += 1
         try:
@@ -119,6 +121,23 @@ def _replacements(t: Term) -> list[Term]:
     return [r for r in out if r is not t]
 
 
+def _measure(term: Term) -> tuple[int, int, int]:
+    """What shrinking decreases: distinct subterms, then variables, then literal magnitudes.
+
+    Every accepted replacement decreases it, so shrinking terminates (``0`` and ``1`` never
+    replace each other back and forth)."""
+    nodes = variables = magnitude = 0
+    for t in subterms(term):
+        nodes += 1
+        if t.op == "var":
+            variables += 1
+        elif t.op == "const" and not t.sort.is_bool:
+            magnitude += abs(t.value)  # type: ignore[arg-type]
+        elif t is TRUE:
+            magnitude += 1
+    return nodes, variables, magnitude
+
+
 def _shrink_terms(items: list[Assertion], test: _Tester) -> list[Assertion]:
     """Greedy subterm replacement, largest subterms first, until nothing applies."""
     changed = True
@@ -126,12 +145,13 @@ def _shrink_terms(items: list[Assertion], test: _Tester) -> list[Assertion]:
         changed = False
         for index in range(len(items)):
             term, name = items[index]
+            measure = _measure(term)
             # parents come after their children in subterms(): reverse for largest first
             for sub in reversed(list(subterms(term))):
                 done = False
                 for replacement in _replacements(sub):
                     candidate = substitute(term, {sub: replacement})
-                    if candidate is term:
+                    if candidate is term or _measure(candidate) >= measure:
                         continue
                     trial = [*items[:index], (candidate, name), *items[index + 1 :]]
                     if test(trial):
