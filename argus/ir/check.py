@@ -164,6 +164,10 @@ def _region(region: N.Region, scope: _Scope, found: list[str], uniformity: Any) 
                 if uniformity.context(op) is Uniformity.THREAD:
                     found.append(f"{_where(op)}barrier under a condition that differs between threads "
                                  "of a warp (divergent barrier)")
+            case N.Mma() | N.Shuffle() | N.Reduce(across_lanes=(_, *_)):
+                if uniformity.context(op) is Uniformity.THREAD:
+                    found.append(f"{_where(op)}{op.kind.lower()} is executed by its threads together, under a "
+                                 "condition that differs between threads of a warp (divergent collective)")
             case _:
                 pass
 

@@ -218,3 +218,45 @@ def test_retile_between_mismatched_layouts_is_an_error():
     with pytest.raises(A.SpecError) as err:
         k.specialize()
     assert "is held by thread" in err.value.message and "transpose=True" in err.value.hint
+
+
+def test_well_formedness_flags_a_divergent_collective():
+    from argus.ir import check
+
+    atom = "mma.sync.m16n8k16.bf16"
+
+    @A.kernel(threads=64)
+    def k(a: A.Global(A.bf16, "16 16"), b: A.Global(A.bf16, "8 16")):
+        fa = A.load(A.mma_partition(atom, "a", a))
+        fb = A.load(A.mma_partition(atom, "b", b))
+        acc = A.mma_fragment(atom, "c")
+        if A.warp_id() == 0:  # warp-uniform: fine
+            A.mma(atom, fa, fb, acc)
+        if A.lane_id() < 16:  # divergent
+            A.mma(atom, fa, fb, acc)
+            A.reduce(acc, "max", across_lanes=(1, 2))
+
+    found = check.problems(k.specialize())
+    assert len(found) == 2 and all("divergent collective" in p for p in found)
+    assert str(_line(k.fn, "if A.lane_id() < 16") + 1) in found[0]
+
+
+def test_a_warp_missing_from_a_warpgroup_mma_is_a_deadlock():
+    atom = "wgmma.m64n8k16.bf16"
+
+    @A.kernel(threads=128)
+    def k(a: A.Global(A.bf16, "64 16"), b: A.Global(A.bf16, "8 16")):
+        sa, sb = A.shared(A.bf16, (64, 16)), A.shared(A.bf16, (8, 16))
+        t = A.thread_id()
+        A.copy(a.tile((1, 8), (t // 2, t % 2)), sa.tile((1, 8), (t // 2, t % 2)))
+        A.copy(b.tile((1, 1), (t // 16, t % 16)), sb.tile((1, 1), (t // 16, t % 16)))
+        A.barrier()
+        acc = A.mma_fragment(atom, "c")
+        if A.warp_id() != 3:
+            A.mma(atom, sa, sb, acc)
+
+    with pytest.raises(InterpreterError) as err:
+        rng = np.random.default_rng(13)
+        Interpreter(k.specialize()).run({"a": _random(rng, "bf16", (64, 16)), "b": _random(rng, "bf16", (8, 16))})
+    v = err.value.violation
+    assert v.kind == "deadlock" and v.position.line == _line(k.fn, "A.mma(atom, sa, sb, acc)")
