@@ -85,3 +85,18 @@ def __getattr__(name: str):
 # Portfolio, workers and results (maintained with portfolio.py / worker.py / results.py):
 # append their re-exports below this line.
 # ---------------------------------------------------------------------------------------
+from argus.smt.portfolio import DEFAULT_RLIMIT, Portfolio, PortfolioSession  # noqa: E402
+from argus.smt.results import Proved, Refuted, Result, SolverRun, Unknown  # noqa: E402
+from argus.smt.worker import register_backend  # noqa: E402
+
+__all__ += [
+    "DEFAULT_RLIMIT",
+    "Portfolio",
+    "PortfolioSession",
+    "Proved",
+    "Refuted",
+    "Result",
+    "SolverRun",
+    "Unknown",
+    "register_backend",
+]
