@@ -192,6 +192,7 @@ def _check_operand(spec: MmaAtomSpec, which: str, t: Any) -> None:
         if shape != spec.tile(which):
             raise B.error(f"{spec.name}: {role} must be a {spec.tile(which)} shared tile, got shape {t.shape}",
                           hint="A is M x K, B is N x K")
+        _check_descriptor(spec, role, t)
         return
     if t.space is not N.MemorySpace.REGISTER:
         raise B.error(f"{spec.name}: {role} must be this thread's register fragment, got a {t.space.value} tensor",
@@ -203,6 +204,24 @@ def _check_operand(spec: MmaAtomSpec, which: str, t: Any) -> None:
     if t.view.valid is not None:
         raise B.error(f"{spec.name}: {role} fragment has partial (predicated) elements",
                       hint="fill the fragment completely (load with other=0)")
+
+
+def _check_descriptor(spec: MmaAtomSpec, role: str, t: Tensor) -> None:
+    """A shared-memory operand must be a layout some wgmma descriptor describes (canonical
+    K-major or MN-major, with the buffer's swizzle); its alignment is the verifier's to prove."""
+    from argus.layout_algebra import ComposedLayout, LayoutError, wgmma_descriptor
+
+    offset = symbolic.static_value(t.view.offset)
+    layout = t.layout
+    if t.view.swizzle is not None:
+        layout = ComposedLayout(t.view.swizzle, offset if offset is not None else 0, layout)
+    try:
+        wgmma_descriptor(layout, t.dtype.itemsize, units="elements")
+    except LayoutError as err:
+        raise B.error(f"{spec.name}: {role} in shared memory has no wgmma descriptor: {err.message}",
+                      hint="allocate the tile with the Hopper swizzle of its row length, e.g. "
+                      "A.shared(A.bf16, (64, 64), swizzle=Swizzle(3, 3, 3)) for 128-byte rows, "
+                      "Swizzle(1, 3, 3) for 32-byte rows") from None
 
 
 # --------------------------------------------------------------------------- re-tiling

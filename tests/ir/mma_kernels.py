@@ -2,6 +2,7 @@
 
 import argus.spec as A
 from argus.ir.atoms import mma_atom
+from argus.layout_algebra import Swizzle
 
 
 def one_tile(atom: str, *, WRONG_K: bool = False):
@@ -26,14 +27,14 @@ def one_tile(atom: str, *, WRONG_K: bool = False):
             A.tag(b, lambda j, kk: (j, kk), "B")
         A.tag(c, lambda i, j: (i, j), "C")
         if spec.a_source == "shared":
-            sa = A.shared(ta, (m, k))
+            sa = A.shared(ta, (m, k), swizzle=Swizzle(1, 3, 3))  # 32-byte rows: the 32B swizzle
             A.copy(a.tile((m, 1), (0, A.thread_id() % k)), sa.tile((m, 1), (0, A.thread_id() % k)),
                    pred=A.thread_id() < k)
             fa = sa
         else:
             fa = A.load(A.mma_partition(spec, "a", a))
         if spec.b_source == "shared":
-            sb = A.shared(tb, (n, k))
+            sb = A.shared(tb, (n, k), swizzle=Swizzle(1, 3, 3) if spec.family == "wgmma" else None)
             A.copy(b.tile((n, 1), (0, A.thread_id() % k)), sb.tile((n, 1), (0, A.thread_id() % k)),
                    pred=A.thread_id() < k)
             fb = sb
@@ -131,3 +132,28 @@ def two_gemms_mfma(k: A.Global(A.bf16, "32 8"), q: A.Global(A.bf16, "32 8"), vt:
     out = A.mma_partition(MFMA, "c", ot)
     A.store(acc, out)
     A.assert_tag(out, lambda e, i, t: t == (e, i), "Oᵀ[e, i] pairs V column e with S row i")
+
+
+@A.kernel(threads=32)
+def accumulator_row_max(q: A.Global(A.bf16, "16 16"), k: A.Global(A.bf16, "16 16"), mx: A.Global(A.f32, "16"),
+                        centered: A.Global(A.f32, "16 16")):
+    """Row maxima of S = Q·Kᵀ in the mma.sync accumulator layout, and S minus its row maximum.
+
+    The fragment (1, 2, 2, 2) is (tile row, tile column, column pair, row half): lane l holds
+    rows l//4 and l//4 + 8, and the 4 lanes of a quad share them, so the row maximum reduces
+    modes 1 and 2 locally and then across lanes with xor masks 1 and 2.
+    """
+    A.tag(q, lambda i, d: (i, d), "q")
+    A.tag(k, lambda j, d: (j, d), "k")
+    lane = A.lane_id()
+    fq = A.load(A.mma_partition(SYNC, "a", q))
+    s = A.mma_fragment(SYNC, "c", (1, 2))
+    for ni in A.range(2, unroll=True):
+        A.mma(SYNC, fq, A.load(A.mma_partition(SYNC, "b", k.tile((8, 16), (ni, 0)))), s[0, ni])
+    rmax = A.reduce(s, "max", modes=(1, 2), across_lanes=(1, 2))  # shape (1, 2): (tile row, row half)
+    A.assert_tag(rmax, lambda tm, half, t: t == (lane // 4 + 8 * half,), "the maximum of row r keeps tag (r,)")
+    for half in A.range(2, unroll=True):
+        A.store(rmax[0].tile((1,), (half,)), mx.tile((1,), (lane // 4 + 8 * half,)), pred=lane % 4 == 0)
+    shifted = s - A.broadcast(rmax[0], (1, 2, 2, 2))  # (row half) is the last mode of s
+    for ni in A.range(2, unroll=True):
+        A.store(shifted[0, ni], A.mma_partition(SYNC, "c", centered.tile((16, 8), (0, ni))))

@@ -17,6 +17,7 @@ import argus.spec as A
 from argus.ir import numerics
 from argus.ir.atoms import mma_atom
 from argus.ir.interpreter import Interpreter, InterpreterError
+from argus.layout_algebra import Swizzle
 
 sys.path.insert(0, str(Path(__file__).parent))
 import mma_kernels as K
@@ -168,6 +169,19 @@ def test_warpgroup_atom_needs_a_whole_warpgroup():
     assert "128 threads" in err.value.message
 
 
+def test_wgmma_shared_operand_needs_a_descriptor_layout():
+    atom = "wgmma.m64n8k16.bf16"
+
+    @A.kernel(threads=128)
+    def k():
+        sa, sb = A.shared(A.bf16, (64, 16)), A.shared(A.bf16, (8, 16), swizzle=Swizzle(1, 3, 3))
+        A.mma(atom, sa, sb, A.mma_fragment(atom, "c"))
+
+    with pytest.raises(A.SpecError) as err:
+        k.specialize()
+    assert "A in shared memory has no wgmma descriptor" in err.value.message and "Swizzle" in err.value.hint
+
+
 def test_mma_under_divergence_is_a_collective_violation():
     atom = "mma.sync.m16n8k16.bf16"
 
@@ -246,7 +260,8 @@ def test_a_warp_missing_from_a_warpgroup_mma_is_a_deadlock():
 
     @A.kernel(threads=128)
     def k(a: A.Global(A.bf16, "64 16"), b: A.Global(A.bf16, "8 16")):
-        sa, sb = A.shared(A.bf16, (64, 16)), A.shared(A.bf16, (8, 16))
+        sa = A.shared(A.bf16, (64, 16), swizzle=Swizzle(1, 3, 3))
+        sb = A.shared(A.bf16, (8, 16), swizzle=Swizzle(1, 3, 3))
         t = A.thread_id()
         A.copy(a.tile((1, 8), (t // 2, t % 2)), sa.tile((1, 8), (t // 2, t % 2)))
         A.copy(b.tile((1, 1), (t // 16, t % 16)), sb.tile((1, 1), (t // 16, t % 16)))
@@ -260,3 +275,13 @@ def test_a_warp_missing_from_a_warpgroup_mma_is_a_deadlock():
         Interpreter(k.specialize()).run({"a": _random(rng, "bf16", (64, 16)), "b": _random(rng, "bf16", (8, 16))})
     v = err.value.violation
     assert v.kind == "deadlock" and v.position.line == _line(k.fn, "A.mma(atom, sa, sb, acc)")
+
+
+def test_row_reduction_in_the_accumulator_layout():
+    rng = np.random.default_rng(14)
+    q, k = _random(rng, "bf16", (16, 16)), _random(rng, "bf16", (16, 16))
+    out = Interpreter(K.accumulator_row_max.specialize()).run(
+        {"q": q, "k": k, "mx": np.zeros(16, np.float32), "centered": np.zeros((16, 16), np.float32)})
+    s = numerics.mma(q, k.T, None, a_dtype="bf16")
+    np.testing.assert_array_equal(out["mx"], s.max(axis=1))
+    np.testing.assert_array_equal(out["centered"], numerics.sub(s, s.max(axis=1, keepdims=True), "f32"))
