@@ -515,7 +515,9 @@ def _common_fields(fields: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, 
 @handles(N.Atomic)
 def run_atomic(run: Any, op: N.Atomic, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
     """Read-modify-write of every element, lanes in increasing order (elements of one lane in
-    order); atomics commute, so they are exempt from the race and write-conflict checks."""
+    order).  Atomics commute: two atomics on one element never race, and atomics of different
+    blocks on global memory are not write conflicts; an atomic and a plain access of another
+    thread with no barrier between them race (in either order)."""
     if op.fn not in ("add", "max", "min"):
         raise ArgusError(f"interpreter: atomic {op.fn!r} is not executable yet", position=op.loc)
     dst_mem, dst_addr, ok = run._access(op, op.dst, env, mask, lanes, write=False, pred=op.pred,
@@ -525,6 +527,7 @@ def run_atomic(run: Any, op: N.Atomic, env: dict, mask: np.ndarray, lanes: np.nd
     values = src_mem.values[src_idx]
     src_tags = (src_mem.tag_fields[src_idx], src_mem.tag_count[src_idx], src_mem.tag_names[src_idx])
     addr = dst_addr[ok]
+    _atomic_races(run, op, dst_mem, addr, np.broadcast_to(lanes[:, None], ok.shape)[ok])
     dtype = dst_mem.buffer.dtype
     numerics = run.interp.numerics
     pending = np.arange(len(addr))
@@ -544,3 +547,38 @@ def run_atomic(run: Any, op: N.Atomic, env: dict, mask: np.ndarray, lanes: np.nd
         dst_mem.values[a] = new
         dst_mem.tag_fields[a], dst_mem.tag_count[a], dst_mem.tag_names[a] = merged
         pending = np.setdiff1d(pending, now, assume_unique=True)
+
+
+_SEVERAL_ATOMIC_WRITERS = -3  # last_writer of an element written by atomics of several threads
+
+
+def _atomic_writer(threads: np.ndarray) -> np.ndarray:
+    """The race shadow's ``last_writer`` of an atomic by ``threads``: ``-(thread + 10)``, a value no
+    plain access matches, so a plain access of any thread in the same epoch is a race."""
+    return -(threads + 10)
+
+
+def _atomic_races(run: Any, op: N.Atomic, mem: Any, addr: np.ndarray, threads: np.ndarray) -> None:
+    """Race checks of an atomic against plain accesses of the current barrier epoch; then record
+    it as an atomic write (of its thread, or of several threads)."""
+    if mem.last_writer is None:
+        return
+    epoch = run.epoch
+    writer, reader = mem.last_writer[addr], mem.reader[addr]
+    this_epoch = mem.write_epoch[addr] == epoch
+    plain_write = this_epoch & (writer >= 0) & (writer != threads)
+    plain_read = (mem.readers_epoch[addr] == epoch) & (reader != -1) & (reader != threads)
+    for clash, other, what in ((plain_write, writer, "a write"), (plain_read, reader, "a read")):
+        if clash.any():
+            i = int(np.flatnonzero(clash)[0])
+            raise _fail(run, op, "race", f"atomic {op.fn} on %{mem.buffer.name}[{int(addr[i])}] conflicts with "
+                        f"{what} by another thread with no barrier between them", thread=int(threads[i]),
+                        other=int(other[i]) if other[i] >= 0 else None)
+    mine = _atomic_writer(threads)
+    others = this_epoch & (writer <= _SEVERAL_ATOMIC_WRITERS) & (writer != mine)
+    mem.last_writer[addr] = np.where(others, _SEVERAL_ATOMIC_WRITERS, mine)
+    unique, counts = np.unique(addr, return_counts=True)
+    for a in unique[counts > 1]:  # several lanes of this op on one element
+        if len(set(threads[addr == a].tolist())) > 1:
+            mem.last_writer[a] = _SEVERAL_ATOMIC_WRITERS
+    mem.write_epoch[addr] = epoch

@@ -157,3 +157,16 @@ def accumulator_row_max(q: A.Global(A.bf16, "16 16"), k: A.Global(A.bf16, "16 16
     shifted = s - A.broadcast(rmax[0], (1, 2, 2, 2))  # (row half) is the last mode of s
     for ni in A.range(2, unroll=True):
         A.store(shifted[0, ni], A.mma_partition(SYNC, "c", centered.tile((16, 8), (0, ni))))
+
+
+@A.kernel(threads=64)
+def shared_counters(w: A.Global(A.f32, "64"), out: A.Global(A.f32, "4"), SYNC: A.const = True):
+    """Four shared counters, each the atomic sum of 16 threads' weights, then copied out."""
+    s = A.shared(A.f32, (4,))
+    t = A.thread_id()
+    A.store(A.full((1,), 0.0, A.f32), s.tile((1,), (t,)), pred=t < 4)
+    A.barrier()
+    A.atomic_add(s.tile((1,), (t % 4,)), A.load(w.tile((1,), (t,))))
+    if SYNC:
+        A.barrier()
+    A.copy(s.tile((1,), (t,)), out.tile((1,), (t,)), pred=t < 4)

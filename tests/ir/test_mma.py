@@ -285,3 +285,15 @@ def test_row_reduction_in_the_accumulator_layout():
     s = numerics.mma(q, k.T, None, a_dtype="bf16")
     np.testing.assert_array_equal(out["mx"], s.max(axis=1))
     np.testing.assert_array_equal(out["centered"], numerics.sub(s, s.max(axis=1, keepdims=True), "f32"))
+
+
+def test_shared_atomics_commute_but_race_with_plain_reads():
+    rng = np.random.default_rng(15)
+    w = _random(rng, "f32", (64,))
+    out = Interpreter(K.shared_counters.specialize()).run({"w": w, "out": np.zeros(4, np.float32)})["out"]
+    np.testing.assert_allclose(out, w.astype(np.float64).reshape(16, 4).sum(axis=0), rtol=1e-5)
+    with pytest.raises(InterpreterError) as err:
+        Interpreter(K.shared_counters.specialize(SYNC=False)).run({"w": w, "out": np.zeros(4, np.float32)})
+    v = err.value.violation
+    assert v.kind == "race"
+    assert v.position.line == _line(K.shared_counters.fn, "A.copy(s.tile((1,), (t,)), out.tile")
