@@ -83,7 +83,8 @@ def mma_fragment(atom: str | MmaAtomSpec, which: str, tiles: tuple[int, ...] = (
     """
     _check_which(which)
     spec = mma_atom(atom)
-    shape = tuple(tiles) + value_shape(spec, which)
+    tiles = (tiles,) if isinstance(tiles, int) else tuple(tiles)
+    shape = tiles + value_shape(spec, which)
     t = ops.fragment(shape, dtype or spec.dtype(which))
     if fill is None and which == "c":
         fill = 0

@@ -170,3 +170,15 @@ def shared_counters(w: A.Global(A.f32, "64"), out: A.Global(A.f32, "4"), SYNC: A
     if SYNC:
         A.barrier()
     A.copy(s.tile((1,), (t,)), out.tile((1,), (t,)), pred=t < 4)
+
+
+@A.kernel(threads=128)
+def wave64_collectives(x: A.Global(A.f32, "128"), rev: A.Global(A.f32, "128"), total: A.Global(A.f32, "128")):
+    """Per 64-lane wavefront: rev = x reversed inside the wavefront; total = the wavefront's sum."""
+    A.tag(x, lambda i: (i // 64,), "wave")
+    t = A.thread_id()
+    v = A.load(x.tile((1,), (t,)))
+    A.store(A.shuffle(v, 63 - t % 64, "idx", width=64), rev.tile((1,), (t,)))
+    s = A.warp_reduce(v, "add", lanes=64)
+    A.assert_tag(s, lambda e, tag: tag == (t // 64,), "a wavefront's sum stays in its wavefront")
+    A.store(s, total.tile((1,), (t,)))

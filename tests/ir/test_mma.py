@@ -297,3 +297,14 @@ def test_shared_atomics_commute_but_race_with_plain_reads():
     v = err.value.violation
     assert v.kind == "race"
     assert v.position.line == _line(K.shared_counters.fn, "A.copy(s.tile((1,), (t,)), out.tile")
+
+
+def test_wavefront_shuffle_and_reduction_span_two_interpreter_warps():
+    rng = np.random.default_rng(16)
+    x = _random(rng, "f32", (128,))
+    out = Interpreter(K.wave64_collectives.specialize()).run(
+        {"x": x, "rev": np.zeros(128, np.float32), "total": np.zeros(128, np.float32)})
+    np.testing.assert_array_equal(out["rev"], x.reshape(2, 64)[:, ::-1].ravel())
+    sums = x.astype(np.float64).reshape(2, 64).sum(axis=1)
+    np.testing.assert_allclose(out["total"], np.repeat(sums, 64), rtol=1e-5)
+    assert len(set(out["total"][:64].tolist())) == 1
