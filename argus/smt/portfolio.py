@@ -137,7 +137,7 @@ class Portfolio:
     default :data:`DEFAULT_RLIMIT`); ``options`` maps a solver to its ``{option: value}``
     (z3 parameters, cvc5 options; validated when the worker starts: a bad name raises
     :class:`~argus.errors.ArgusError`).  Workers start on :meth:`start` or on entering the
-    ``with`` block.
+    ``with`` block.  A portfolio serves one caller at a time (it is not thread-safe).
     """
 
     def __init__(
@@ -193,9 +193,12 @@ class Portfolio:
         """Start every worker (in parallel) and wait until each has said hello."""
         if not self._started:
             errors = []
-            for worker in self.workers.values():
+            launched = [w for w in self.workers.values() if not w.alive]
+            for worker in launched:
+                worker.launch()
+            for worker in launched:
                 try:
-                    worker.ensure_running()
+                    worker.await_hello()
                 except ArgusError as err:
                     errors.append(err)
             if errors:

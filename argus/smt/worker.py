@@ -678,7 +678,6 @@ def _main_module_hidden() -> Iterator[None]:
 class _Pending:
     qid: int
     hard_deadline: float | None  # monotonic time after which the worker is killed
-    is_check: bool
 
 
 @dataclass
@@ -726,6 +725,11 @@ class Worker:
     def start(self) -> Hello:
         """Start the process and wait for its ``Hello``; a rejected backend or option
         raises :class:`ArgusError` with the solver's message."""
+        self.launch()
+        return self.await_hello()
+
+    def launch(self) -> None:
+        """Start the process without waiting for it (see :meth:`await_hello`)."""
         context = _mp_context()
         parent_conn, child_conn = context.Pipe(duplex=True)
         wake_read, wake_write = context.Pipe(duplex=False)
@@ -742,15 +746,22 @@ class Worker:
         wake_read.close()
         self._process, self._conn, self._wake = process, parent_conn, wake_write
         self._pending = []
+        self.hello = None
         self.generation += 1
-        if not parent_conn.poll(self.startup_timeout_s):
+
+    def await_hello(self) -> Hello:
+        """Wait for the ``Hello`` of a launched process (raises as :meth:`start`)."""
+        if self.hello is not None:
+            return self.hello
+        conn, process = self._conn, self._process
+        if not conn.poll(self.startup_timeout_s):
             self.kill()
             raise ToolchainError(
                 f"solver worker {self.spec.name!r} did not start within "
                 f"{self.startup_timeout_s:.0f} s"
             )
         try:
-            hello = parent_conn.recv()
+            hello = conn.recv()
         except (EOFError, OSError):
             code = process.exitcode
             self.kill()
@@ -825,7 +836,7 @@ class Worker:
             self._conn.send(request)
         except (BrokenPipeError, EOFError, OSError, AttributeError) as err:
             raise WorkerDied(self.exit_description()) from err
-        self._pending.append(_Pending(request.qid, hard_deadline, isinstance(request, Check)))
+        self._pending.append(_Pending(request.qid, hard_deadline))
 
     def cancel_through(self, qid: int) -> None:
         """Cancel every check with id <= ``qid`` (running or queued)."""
