@@ -17,6 +17,8 @@ import ml_dtypes
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from argus.ir import dtypes as D
 from argus.ir import numerics as nx
@@ -231,6 +233,41 @@ def test_round_to_matches_grid_oracle(name: str, mode: str, sat: bool) -> None:
     got = nx.round_to(t, x, rounding=mode, satfinite=sat)  # type: ignore[arg-type]
     assert got.dtype == np.float64
     assert bits_equal(got, grid_round(name, x, mode, sat))
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_round_to_from_float64_between_float32_values(name: str) -> None:
+    """float64 inputs a hair away from every midpoint (closer than any float32 step)."""
+    vals, _ = grid(name)
+    mids = (vals[1:] + vals[:-1]) / 2
+    x = np.concatenate([mids * (1 + 2.0**-40), mids * (1 - 2.0**-40), vals * (1 + 2.0**-45)])
+    x = np.concatenate([x, -x])
+    for mode in ("rn", "rz", "rna"):
+        got = nx.round_to(name, x, rounding=mode)  # type: ignore[arg-type]
+        assert bits_equal(got, grid_round(name, x, mode, False))
+
+
+finite64 = st.floats(allow_nan=False, allow_infinity=False)
+
+
+@given(finite64, st.sampled_from(["f32", "bf16", "f16", "e4m3fn", "e5m2fnuz", "tf32", "f64"]),
+       st.sampled_from(["rn", "rz", "rna"]), st.booleans())  # fmt: skip
+def test_round_to_matches_exact_rounding(v: float, name: str, mode: str, sat: bool) -> None:
+    t = dtype(name)
+    got = float(nx.round_to(t, v, rounding=mode, satfinite=sat))  # type: ignore[arg-type]
+    ref = exact_round(Fraction(v), t, mode, sat)
+    if ref == 0:
+        ref = math.copysign(0.0, v) if t.has_negative_zero else 0.0
+    assert bits_equal(np.array([got]), np.array([ref]))
+
+
+f32s = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+
+@given(f32s, f32s, f32s)
+def test_fma_matches_exact_rounding(a: float, b: float, c: float) -> None:
+    got = nx.fma(np.float32(a), np.float32(b), np.float32(c))
+    rational_check("fma", np.asarray(got), (np.array(a), np.array(b), np.array(c)), D.F32)
 
 
 def test_overflow_rules_per_format() -> None:
@@ -738,6 +775,18 @@ def test_mma_products_are_exact_beyond_f32_range() -> None:
     assert d[0, 0] == np.float32(2.0**-148)
 
 
+def test_mma_tolerance_defaults() -> None:
+    a = np.ones((2, 32), np.float32)
+    b = np.ones((32, 3), np.float32)
+    base = nx.mma_tolerance(a, b)
+    assert base.shape == (2, 3)
+    assert np.allclose(base, 2 * 33 * 2.0**-23 * 32, rtol=1e-5)
+    fp8 = nx.mma_tolerance(a, b, in_dtype="e4m3fn")
+    assert np.allclose(fp8 / base, nx.FP8_MMA_UNIT_ROUNDOFF / 2.0**-23, rtol=1e-5)
+    assert np.array_equal(nx.mma_tolerance(a, b, in_dtype="bf16"), base)
+    assert np.allclose(nx.mma_tolerance(a, b, unit_roundoff=2.0**-10), base * 2.0**13, rtol=1e-5)
+
+
 def test_mma_integer_and_validation() -> None:
     a = np.full((2, 4), 127, np.int8)
     b = np.full((4, 3), 127, np.int8)
@@ -764,3 +813,184 @@ def test_mma_f64() -> None:
     b = np.array([[-1.0], [1 - 2.0**-52]])
     d = nx.mma(a, b, None, a_dtype="f64", acc_dtype="f64")
     assert d.dtype == np.float64 and d[0, 0] == -(2.0**-104)
+
+
+# ------------------------------------------------------------------------------------------
+# the same semantics on sm_90 hardware (PTX through the driver's JIT)
+# ------------------------------------------------------------------------------------------
+
+# name -> PTX computing the 32-bit %out from the f32 operands %fa, %fb, %fc
+_PTX_OPS = {
+    "bf16_rn": "cvt.rn.bf16.f32 %hs, %fa; cvt.u32.u16 %out, %hs;",
+    "bf16_rz": "cvt.rz.bf16.f32 %hs, %fa; cvt.u32.u16 %out, %hs;",
+    "f16_rn": "cvt.rn.f16.f32 %hs, %fa; cvt.u32.u16 %out, %hs;",
+    "f16_rz": "cvt.rz.f16.f32 %hs, %fa; cvt.u32.u16 %out, %hs;",
+    "f16_sat": "cvt.rn.satfinite.f16.f32 %hs, %fa; cvt.u32.u16 %out, %hs;",
+    "e4m3_sat": "cvt.rn.satfinite.e4m3x2.f32 %hs, %fa, %fa; cvt.u32.u16 %out, %hs;"
+    " and.b32 %out, %out, 255;",
+    "e5m2_sat": "cvt.rn.satfinite.e5m2x2.f32 %hs, %fa, %fa; cvt.u32.u16 %out, %hs;"
+    " and.b32 %out, %out, 255;",
+    "tf32_rna": "cvt.rna.tf32.f32 %out, %fa;",
+    "s32_rni": "cvt.rni.s32.f32 %out, %fa;",
+    "s32_rzi": "cvt.rzi.s32.f32 %out, %fa;",
+    "u32_rni": "cvt.rni.u32.f32 %out, %fa;",
+    "s8_rni": "cvt.rni.s8.f32 %hs, %fa; cvt.s32.s16 %out, %hs;",
+    "fma": "fma.rn.f32 %fr, %fa, %fb, %fc; mov.b32 %out, %fr;",
+    "add": "add.rn.f32 %fr, %fa, %fb; mov.b32 %out, %fr;",
+    "mul": "mul.rn.f32 %fr, %fa, %fb; mov.b32 %out, %fr;",
+    "div": "div.rn.f32 %fr, %fa, %fb; mov.b32 %out, %fr;",
+    "sqrt": "sqrt.rn.f32 %fr, %fa; mov.b32 %out, %fr;",
+    "rcp": "rcp.rn.f32 %fr, %fa; mov.b32 %out, %fr;",
+    "max": "max.f32 %fr, %fa, %fb; mov.b32 %out, %fr;",
+    "max_nan": "max.NaN.f32 %fr, %fa, %fb; mov.b32 %out, %fr;",
+    "min": "min.f32 %fr, %fa, %fb; mov.b32 %out, %fr;",
+    "ex2_approx": "ex2.approx.f32 %fr, %fa; mov.b32 %out, %fr;",
+    "rcp_approx": "rcp.approx.f32 %fr, %fa; mov.b32 %out, %fr;",
+}
+
+
+def _ptx_source(ops: list[str]) -> str:
+    body = []
+    for name in ops:
+        body += [
+            f"  // {name}",
+            "  " + _PTX_OPS[name],
+            "  add.u64 %addr, %ro, %off; st.global.u32 [%addr], %out; add.u64 %ro, %ro, %stride;",
+        ]
+    return "\n".join([
+        ".version 8.1", ".target sm_90", ".address_size 64",
+        ".visible .entry numerics(.param .u64 pa, .param .u64 pb, .param .u64 pc,"
+        " .param .u64 pout, .param .u32 pn)",
+        "{",
+        "  .reg .pred %p; .reg .b32 %i, %n, %out, %t1, %t2, %t3; .reg .b16 %hs;",
+        "  .reg .b64 %ra, %rb, %rc, %ro, %off, %addr, %stride; .reg .f32 %fa, %fb, %fc, %fr;",
+        "  mov.u32 %t1, %ctaid.x; mov.u32 %t2, %ntid.x; mov.u32 %t3, %tid.x;",
+        "  mad.lo.u32 %i, %t1, %t2, %t3; ld.param.u32 %n, [pn];",
+        "  setp.ge.u32 %p, %i, %n; @%p bra DONE;",
+        "  ld.param.u64 %ra, [pa]; cvta.to.global.u64 %ra, %ra;",
+        "  ld.param.u64 %rb, [pb]; cvta.to.global.u64 %rb, %rb;",
+        "  ld.param.u64 %rc, [pc]; cvta.to.global.u64 %rc, %rc;",
+        "  ld.param.u64 %ro, [pout]; cvta.to.global.u64 %ro, %ro;",
+        "  mul.wide.u32 %off, %i, 4; mul.wide.u32 %stride, %n, 4;",
+        "  add.u64 %addr, %ra, %off; ld.global.f32 %fa, [%addr];",
+        "  add.u64 %addr, %rb, %off; ld.global.f32 %fb, [%addr];",
+        "  add.u64 %addr, %rc, %off; ld.global.f32 %fc, [%addr];",
+        *body,
+        "DONE:",
+        "  ret;",
+        "}",
+        "",
+    ])  # fmt: skip
+
+
+def _run_on_gpu(
+    ops: list[str], a: np.ndarray, b: np.ndarray, c: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Run the listed operations elementwise on device 0; returns each op's 32-bit results."""
+    import ctypes
+
+    from cuda.bindings import driver as cu
+
+    def ok(result):  # type: ignore[no-untyped-def]
+        err, *rest = result if isinstance(result, tuple) else (result,)
+        assert err == cu.CUresult.CUDA_SUCCESS, err
+        return rest[0] if len(rest) == 1 else rest
+
+    n = a.size
+    ok(cu.cuInit(0))
+    dev = ok(cu.cuDeviceGet(0))
+    ctx = ok(cu.cuDevicePrimaryCtxRetain(dev))
+    ok(cu.cuCtxSetCurrent(ctx))
+    buffers = []
+    try:
+        module = ok(cu.cuModuleLoadData(_ptx_source(ops).encode() + b"\0"))
+        func = ok(cu.cuModuleGetFunction(module, b"numerics"))
+        host_out = np.empty(len(ops) * n, dtype=np.uint32)
+        dev_in = []
+        for arr in (a, b, c):
+            arr = np.ascontiguousarray(arr, dtype=np.float32)
+            d = ok(cu.cuMemAlloc(arr.nbytes))
+            buffers.append(d)
+            ok(cu.cuMemcpyHtoD(d, arr, arr.nbytes))
+            dev_in.append(d)
+        d_out = ok(cu.cuMemAlloc(host_out.nbytes))
+        buffers.append(d_out)
+        block = 256
+        params = ((*dev_in, d_out, n), (None, None, None, None, ctypes.c_uint32))
+        ok(cu.cuLaunchKernel(func, (n + block - 1) // block, 1, 1, block, 1, 1, 0, 0, params, 0))
+        ok(cu.cuCtxSynchronize())
+        ok(cu.cuMemcpyDtoH(host_out, d_out, host_out.nbytes))
+        ok(cu.cuModuleUnload(module))
+    finally:
+        for d in buffers:
+            cu.cuMemFree(d)
+        cu.cuDevicePrimaryCtxRelease(dev)
+    return {name: host_out[j * n : (j + 1) * n] for j, name in enumerate(ops)}
+
+
+@pytest.mark.gpu
+def test_sm90_conversions_agree_with_numerics() -> None:
+    with np.errstate(invalid="ignore"):
+        x = np.unique(
+            np.concatenate([dense_f32_sample(nm) for nm in ("bf16", "f16", "e4m3fn", "e5m2")])
+        )
+    nan = np.isnan(x)
+    ops = ["bf16_rn", "bf16_rz", "f16_rn", "f16_rz", "f16_sat", "e4m3_sat", "e5m2_sat",
+           "tf32_rna", "s32_rni", "s32_rzi", "u32_rni", "s8_rni"]  # fmt: skip
+    hw = _run_on_gpu(ops, x, x, x)
+    expect_bits = {
+        "bf16_rn": nx.to_bits(D.BF16, x),
+        "bf16_rz": nx.to_bits(D.BF16, x, rounding="rz"),
+        "f16_rn": nx.to_bits(D.F16, x),
+        "f16_rz": nx.to_bits(D.F16, x, rounding="rz"),
+        "f16_sat": nx.to_bits(D.F16, x, satfinite=True),
+        "e4m3_sat": nx.to_bits(D.E4M3FN, x, satfinite=True),
+        "e5m2_sat": nx.to_bits(D.E5M2, x, satfinite=True),
+        "tf32_rna": nx.to_bits(D.TF32, x, rounding="rna"),
+    }
+    for name, ref in expect_bits.items():
+        got = hw[name]
+        assert np.array_equal(got[~nan], ref[~nan].astype(np.uint32)), name
+        if name != "tf32_rna":  # the canonical NaN (cvt.rna.tf32 keeps the NaN's high bits)
+            assert np.all(got[nan] == ref[nan]), name
+    for name, t, mode in (("s32_rni", D.I32, "rni"), ("s32_rzi", D.I32, "rzi"),
+                          ("u32_rni", D.U32, "rni"), ("s8_rni", D.I8, "rni")):  # fmt: skip
+        got = hw[name].view(np.int32) if t.is_signed else hw[name]
+        assert np.array_equal(got.astype(np.int64), nx.float_to_int(x, t, mode).astype(np.int64))
+
+
+@pytest.mark.gpu
+def test_sm90_arithmetic_agrees_with_numerics() -> None:
+    rng = np.random.default_rng(RNG_SEED + 20)
+    n = 1 << 20
+    a, b, c = (f32_random(rng, n, -150, 127) for _ in range(3))
+    p = a.astype(np.float64) * b.astype(np.float64)
+    with np.errstate(over="ignore"):
+        c[: n // 2] = (-p[: n // 2] * (1 + rng.normal(0, 2.0**-22, n // 2))).astype(np.float32)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.0**-149], np.float32)
+    a[:4096] = rng.choice(specials, 4096)
+    b[:4096] = rng.choice(specials, 4096)
+    a[4096 : n // 4] = rng.uniform(-155, 130, n // 4 - 4096)  # exp2's whole range
+    ops = ["fma", "add", "mul", "div", "sqrt", "rcp", "max", "max_nan", "min",
+           "ex2_approx", "rcp_approx"]  # fmt: skip
+    hw = {k: v.view(np.float32) for k, v in _run_on_gpu(ops, a, b, c).items()}
+    expect = {
+        "fma": nx.fma(a, b, c),
+        "add": nx.add(a, b),
+        "mul": nx.mul(a, b),
+        "div": nx.div(a, b),
+        "sqrt": nx.sqrt(a),
+        "rcp": nx.rcp(a),
+        "max": nx.maximum(a, b),
+        "max_nan": nx.maximum(a, b, nan=True),
+        "min": nx.minimum(a, b),
+    }
+    for name, ref in expect.items():
+        assert bits_equal(hw[name].astype(np.float64), ref.astype(np.float64)), name
+    for name, exact, ulps in (("ex2_approx", nx.exp2(a), nx.EX2_APPROX_MAX_ULP),
+                              ("rcp_approx", nx.rcp(a), nx.RCP_APPROX_MAX_ULP)):  # fmt: skip
+        got = hw[name].astype(np.float64)
+        lo, hi = nx.approx_bounds(D.F32, exact, ulps)
+        finite = np.isfinite(exact)
+        assert np.all((got[finite] >= lo[finite]) & (got[finite] <= hi[finite])), name
+        assert bits_equal(got[~finite], exact[~finite].astype(np.float64)), name
