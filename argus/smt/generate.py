@@ -133,9 +133,11 @@ class _Draw:
             lambda: eq((x // c) * c + x % c, x),  # floor division decomposition
             lambda: eq(x.div(v) * v + x.mod(v), x),  # Euclid, symbolic divisor
             lambda: eq(trunc_div(x, c) * c + trunc_mod(x, c), x),
-            lambda: eq(self._swizzle_with(self._swizzle_with(v, shift, mask), shift, mask), v)
-            if shift >= 2 or mask == 1
-            else eq(int_xor(int_xor(v, x), x), v),
+            lambda: (
+                eq(self._swizzle_with(self._swizzle_with(v, shift, mask), shift, mask), v)
+                if shift >= 2 or mask == 1
+                else eq(int_xor(int_xor(v, x), x), v)
+            ),
             lambda: and_(ge(x % abs(c), 0), lt(x % abs(c), abs(c))),
             lambda: eq((x * 4) // 4, x),
             lambda: le((x // 2) * 2, x),

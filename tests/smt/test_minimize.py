@@ -46,6 +46,7 @@ def test_subterms_shrink_to_what_the_predicate_needs():
 
 def test_budget_is_respected():
     query = Query.of(*(eq(T % m, 1) for m in range(2, 12)))
+
     def predicate(q: Query) -> bool:
         return sum(1 for t in subterms(*q.terms) if t.op == "mod") >= 4
 
