@@ -1,0 +1,440 @@
+"""Per-thread symbolic execution: instances, addresses, and reads resolved to their writers.
+
+:class:`Analysis` holds everything the properties need about one kernel specialization:
+its sites (:mod:`~argus.abstract_interp.program`), the accesses and writes of each
+(:mod:`~argus.abstract_interp.memory`), and the encoder of expressions into terms.
+
+Reads are resolved to writers by :meth:`Analysis.resolve`.  For a read of address ``a`` of
+buffer ``B`` by instance ``r``:
+
+1. the *candidates* are the write sites of ``B`` that may come before ``r`` in dynamic order
+   (all threads of the block for shared and global memory, ``r``'s own thread for registers,
+   the launch-time tags of a global tensor first);
+2. each candidate ``w`` gets its *witness* ``d = w⁻¹(a)`` (:mod:`~argus.abstract_interp.witness`),
+   and ``hit_w = d in range ∧ write_w(d) == a ∧ guard_w(d) ∧ d precedes r``;
+3. the value read is the tag written by the last candidate that hits (an ``ite`` chain in
+   static order; where candidates share a symbolic loop, "last" compares their iterations),
+   or the initial tag (⊥; global tensors: their launch tags) when none hits.
+
+This is exact when every candidate's witness VC holds (the write is injective and the
+witness inverts it) — those VCs are the resolution's *lemmas* — and when no op that the
+verifier does not model may have written ``B`` (otherwise the read is havocked: fresh
+variables, a sound over-approximation, recorded as an approximation).  Data races are proved
+separately, which is what makes "last in program order" the value every thread sees.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import sympy
+
+from argus import symbolic
+from argus.abstract_interp import memory as M
+from argus.abstract_interp import tags as TG
+from argus.abstract_interp.encoding import (
+    Encoder,
+    EncodingError,
+    Instance,
+    view_extents,
+    view_inner_address,
+)
+from argus.abstract_interp.program import Program, Site, build_program, common_loops, may_precede
+from argus.abstract_interp.witness import TARGET, NotInvertible, Variable, invert_address
+from argus.ir import nodes as N
+from argus.ir.uniformity import UniformityInfo, analyze
+from argus.smt import terms as T
+
+INT = T.INT
+
+
+@dataclass(frozen=True, eq=False)
+class Writer:
+    """One write of one site; ``launch``: a tag of a global tensor, in force from the launch."""
+
+    site: Site
+    write: M.Write
+    launch: bool = False
+
+    @property
+    def view(self) -> N.View:
+        return self.write.view
+
+    def describe(self) -> str:
+        return self.site.describe()
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What a read sees: its tag, whether the data was ever written, and what that relies on."""
+
+    tag: TG.TagValue
+    initialized: T.Term
+    lemmas: frozenset[int] = frozenset()
+    approximations: tuple[str, ...] = ()
+
+
+def _merge_deps(parts: Iterable[Resolution]) -> tuple[frozenset[int], tuple[str, ...]]:
+    lemmas: set[int] = set()
+    approx: dict[str, None] = {}
+    for p in parts:
+        lemmas |= p.lemmas
+        approx.update(dict.fromkeys(p.approximations))
+    return frozenset(lemmas), tuple(approx)
+
+
+class Analysis:
+    """The symbolic model of one kernel specialization (see the module docstring)."""
+
+    def __init__(self, kernel: N.Kernel, *, unroll_limit: int | None = None) -> None:
+        self.kernel = kernel
+        self.program: Program = build_program(kernel) if unroll_limit is None else build_program(
+            kernel, unroll_limit=unroll_limit)
+        self.encoder = Encoder(kernel)
+        self.uniformity: UniformityInfo = analyze(kernel)
+        self.tid = kernel.thread_id
+        self.block_ids = kernel.block_ids
+        self.encoder.instance_symbols.add(TARGET)
+        for site in self.program.sites:
+            for loop in site.loops:
+                self.encoder.instance_symbols.add(loop.var)
+            if site.subst:
+                self.encoder.instance_symbols.update(s for s, _ in site.subst)
+        self.unsupported: dict[int, str] = {}
+        self.taint: dict[str, str] = {}
+        self.accesses: dict[int, list[M.Access]] = {}
+        self.writers: dict[str, list[Writer]] = {}
+        self.read_index_sites: dict[sympy.Symbol, Site] = {}
+        self._collect()
+        self.encoder.read_index = self._read_index_value
+        self._witnesses: dict[int, dict[sympy.Symbol, Any] | str] = {}
+        self._resolutions: dict[tuple, Resolution] = {}
+        self._havoc = itertools.count()
+        self._inner: dict[int, Any] = {}
+
+    # ---------------------------------------------------------------- the op table
+
+    def _collect(self) -> None:
+        for op, reason in self.program.unsupported:
+            for view in M.views_in(op):
+                self.taint.setdefault(view.buffer.name, f"{reason} may write %{view.buffer.name}")
+        global_written: set[str] = set()
+        for site in self.program.sites:
+            op = site.op
+            try:
+                accesses = M.accesses(op)
+            except M.Unsupported as err:
+                reason = f"unsupported {err} at {op.loc}" if op.loc else f"unsupported {err}"
+                self.unsupported[site.index] = reason
+                for view in M.views_in(op):
+                    self.taint.setdefault(view.buffer.name, f"{reason} may write %{view.buffer.name}")
+                continue
+            self.accesses[site.index] = accesses
+            for write in M.writes(op):
+                buffer = write.view.buffer
+                launch = False
+                if isinstance(op, N.Tag) and buffer.space is N.MemorySpace.GLOBAL:
+                    problem = self._launch_tag_problem(site, write, buffer.name in global_written)
+                    if problem:
+                        self.unsupported[site.index] = problem
+                        self.taint.setdefault(buffer.name, problem)
+                        continue
+                    launch = True
+                if write.data and buffer.space is N.MemorySpace.GLOBAL:
+                    global_written.add(buffer.name)
+                self.writers.setdefault(buffer.name, []).append(Writer(site, write, launch))
+            if isinstance(op, N.ReadIndex):
+                self.read_index_sites[op.result] = site
+                self.encoder.instance_symbols.add(op.result)
+        for _symbol, site in self.read_index_sites.items():
+            buffer = site.op.src.buffer
+            if buffer.space is not N.MemorySpace.GLOBAL or any(w.write.data for w in self.writers.get(buffer.name, [])):
+                self.unsupported[site.index] = (f"read_index of memory the kernel writes (%{buffer.name}) "
+                                                f"at {site.op.loc}")
+
+    def _launch_tag_problem(self, site: Site, write: M.Write, written: bool) -> str | None:
+        where = f" at {site.op.loc}" if site.op.loc else ""
+        if site.conditions or site.loops or site.unrolled:
+            return f"tag of global tensor %{write.view.buffer.name} under control flow{where}"
+        if written:
+            return f"tag of global tensor %{write.view.buffer.name} after it was written{where}"
+        context = {self.tid, *self.block_ids}
+        exprs = [write.view.offset, write.view.valid, *(write.view.coords or ()), *(e for _, e in write.record or ())]
+        if any(isinstance(e, sympy.Basic) and e.free_symbols & context for e in exprs):
+            return f"tag of global tensor %{write.view.buffer.name} that depends on the thread or block{where}"
+        return None
+
+    # ---------------------------------------------------------------- instances
+
+    def fresh(self, site: Site, suffix: str = "", *, view: N.View | None = None,
+              block: dict | None = None, tid: T.Term | None = None,
+              loops: dict | None = None) -> tuple[Instance, list[T.Term]]:
+        """A fresh instance of ``site`` (variables named with ``suffix``) and its hypotheses:
+        launch bounds of a fresh block, coordinate bounds of ``view``'s elements."""
+        values: dict[sympy.Symbol, T.Term] = {}
+        hyps: list[T.Term] = []
+        values[self.tid] = tid if tid is not None else self.encoder.thread_var(suffix)
+        if block is None:
+            block = self.encoder.block_vars(suffix)
+            hyps += self.encoder.launch(block)
+        values.update(block)
+        for loop in site.loops:
+            if loops and loop.var in loops:
+                values[loop.var] = loops[loop.var]
+                continue
+            lo, hi = symbolic.static_value(loop.start), symbolic.static_value(loop.stop)
+            values[loop.var] = T.int_var(f"{loop.var.name}{suffix}", lo, hi - 1 if hi is not None else None)
+        if view is not None:
+            coords, more = self.coordinates(view, suffix)
+            values.update(coords)
+            hyps += more
+        return Instance(site, values), hyps
+
+    def coordinates(self, view: N.View, suffix: str = "") -> tuple[dict, list[T.Term]]:
+        values, hyps = {}, []
+        for sym, extent in zip(self._coord_symbols(view), view_extents(view)):
+            hi = symbolic.static_value(extent)
+            var = T.int_var(f"{sym.name}{suffix}", 0, hi - 1 if hi is not None else None)
+            values[sym] = var
+            if hi is None:
+                hyps.append(T.lt(var, self.encoder.term(extent, {})))
+        return values, hyps
+
+    @staticmethod
+    def _coord_symbols(view: N.View) -> tuple[sympy.Symbol, ...]:
+        return tuple(view.coord_symbols) or N.COORDS[: len(view_extents(view))]
+
+    # ---------------------------------------------------------------- expressions at an instance
+
+    def value(self, inst: Instance, expr: Any) -> T.Term:
+        return self.encoder.term(inst.site.expr(expr), inst.values)
+
+    def path(self, inst: Instance) -> T.Term:
+        return self.value(inst, inst.site.path)
+
+    def address(self, inst: Instance, view: N.View) -> T.Term:
+        inner = self._inner.get(id(view))
+        if inner is None:
+            inner = self._inner[id(view)] = (view, view_inner_address(view))
+        term = self.value(inst, inner[1])
+        return view.swizzle(term) if view.swizzle is not None else term
+
+    def active(self, inst: Instance, access: M.Access) -> T.Term:
+        parts = [self.path(inst)]
+        if access.view.valid is not None:
+            parts.append(self.value(inst, access.view.valid))
+        if access.pred is not None:
+            parts.append(self.value(inst, access.pred))
+        return T.and_(*parts)
+
+    def in_bounds(self, inst: Instance, view: N.View) -> T.Term:
+        a = self.address(inst, view)
+        return T.and_(T.le(0, a), T.lt(a, self.value(inst, view.buffer.size)))
+
+    def epoch(self, inst: Instance) -> T.Term:
+        return self.value(inst, inst.site.epoch)
+
+    def logical(self, inst: Instance, view: N.View) -> tuple[T.Term, ...]:
+        """The element's coordinate in the view's logical tensor."""
+        coords = view.coords if view.coords is not None else self._coord_symbols(view)
+        return tuple(self.value(inst, c) for c in coords)
+
+    def with_logical(self, inst: Instance, view: N.View) -> Instance:
+        """``inst`` with ``c0, c1, ...`` meaning the logical coordinates (as tag functions and
+        tag predicates are written)."""
+        logical = self.logical(inst, view)
+        return inst.bind({N.COORDS[d]: v for d, v in enumerate(logical)})
+
+    def _read_index_value(self, symbol: sympy.Symbol, values: dict) -> T.Term | None:
+        site = self.read_index_sites.get(symbol)
+        if site is None:
+            return None
+        src = site.op.src
+        inst = Instance(site, {**values, **{s: T.int_const(0) for s in self._coord_symbols(src)}})
+        fn = T.Function(f"mem.{src.buffer.name}", (INT,), INT)
+        return fn(self.address(inst, src))
+
+    # ---------------------------------------------------------------- order
+
+    @staticmethod
+    def precedes(first: Instance, second: Instance) -> T.Term:
+        """``first`` comes before ``second`` in dynamic order (see program.py)."""
+        common = common_loops(first.site, second.site)
+        static = first.site.index < second.site.index
+        if not common:
+            return T.TRUE if static else T.FALSE
+        alternatives = []
+        equal: list[T.Term] = []
+        for loop in common:
+            a, b = first.values[loop.var], second.values[loop.var]
+            alternatives.append(T.and_(*equal, T.lt(a, b)))
+            equal.append(T.eq(a, b))
+        if static:
+            alternatives.append(T.and_(*equal))
+        return T.or_(*alternatives)
+
+    # ---------------------------------------------------------------- witnesses
+
+    def instance_variables(self, writer: Writer) -> list[Variable]:
+        """The variables a writer's instance ranges over (its witness solves for them)."""
+        out = []
+        site, view = writer.site, writer.view
+        if not writer.launch and view.buffer.space is not N.MemorySpace.REGISTER:
+            out.append(Variable(self.tid, self.encoder.threads))
+        for loop in site.loops:
+            out.append(Variable(loop.var, loop.trip_count(), loop.start, loop.step))
+        for sym, extent in zip(self._coord_symbols(view), view_extents(view)):
+            out.append(Variable(sym, extent))
+        return out
+
+    def witness(self, writer: Writer) -> dict[sympy.Symbol, Any] | str:
+        """The writer's instance variables as expressions of :data:`TARGET` (or why not)."""
+        key = id(writer)
+        got = self._witnesses.get(key)
+        if got is None:
+            variables = self.instance_variables(writer)
+            names = {v.symbol for v in variables}
+            pinned = {}
+            for cond in writer.site.conditions:
+                for part in sympy.And.make_args(cond.expr):
+                    if isinstance(part, sympy.Eq):
+                        lhs, rhs = part.args
+                        for a, b in ((lhs, rhs), (rhs, lhs)):
+                            if a in names and not (sympy.sympify(b).free_symbols & names):
+                                pinned[a] = b
+            try:
+                got = invert_address(writer.site.expr(view_inner_address(writer.view)), variables, pinned)
+            except NotInvertible as err:
+                got = f"cannot invert the write at {writer.site.describe()}: {err}"
+            self._witnesses[key] = got
+        return got
+
+    def writer_params(self, writer: Writer, reader: Instance) -> dict[sympy.Symbol, T.Term]:
+        """What a writer's instance shares with the reader: the block, and for registers the thread."""
+        if writer.launch:
+            return {}
+        params = {s: reader.values[s] for s in self.block_ids}
+        if writer.view.buffer.space is N.MemorySpace.REGISTER:
+            params[self.tid] = reader.values[self.tid]
+        return params
+
+    def witness_instance(self, writer: Writer, address: T.Term, params: dict) -> Instance:
+        exprs = self.witness(writer)
+        assert not isinstance(exprs, str)
+        view = writer.view
+        target = view.swizzle(address) if view.swizzle is not None else address
+        values = dict(params)
+        binding = {**params, TARGET: target}
+        for sym, expr in exprs.items():
+            values[sym] = self.encoder.term(writer.site.expr(expr), binding)
+        return Instance(writer.site, values)
+
+    def ranges(self, writer: Writer, inst: Instance) -> T.Term:
+        """The witness's thread and element lie in their ranges (loop ranges are in the path)."""
+        parts = []
+        if not writer.launch and writer.view.buffer.space is not N.MemorySpace.REGISTER:
+            tid = inst.values[self.tid]
+            parts += [T.le(0, tid), T.lt(tid, self.encoder.threads)]
+        for sym, extent in zip(self._coord_symbols(writer.view), view_extents(writer.view)):
+            c = inst.values[sym]
+            parts += [T.le(0, c), T.lt(c, self.value(inst, extent))]
+        return T.and_(*parts)
+
+    def guard(self, writer: Writer, inst: Instance) -> T.Term:
+        return T.and_(self.path(inst), *(self.value(inst, g) for g in writer.write.guard))
+
+    # ---------------------------------------------------------------- resolution
+
+    def havoc_tag(self, what: str) -> TG.TagValue:
+        n = next(self._havoc)
+        return TG.TagValue(T.int_var(f"havoc{n}.{what}.length"),
+                           tuple(T.int_var(f"havoc{n}.{what}.f{i}") for i in range(TG.FIELDS)))
+
+    def havoc_bool(self, what: str) -> T.Term:
+        return T.bool_var(f"havoc{next(self._havoc)}.{what}")
+
+    def read(self, inst: Instance, view: N.View) -> Resolution:
+        """What ``inst`` reads through ``view`` (at its element coordinates)."""
+        return self.resolve(inst, view.buffer, self.address(inst, view))
+
+    def resolve(self, reader: Instance, buffer: N.Buffer, address: T.Term) -> Resolution:
+        """The last write of ``address`` before ``reader`` (see the module docstring)."""
+        related = tuple(reader.values.get(s) for s in (self.tid, *self.block_ids, *(lp.var for lp in reader.site.loops)))
+        key = (reader.site.index, buffer.name, address, related)
+        got = self._resolutions.get(key)
+        if got is None:
+            got = self._resolutions[key] = self._resolve(reader, buffer, address)
+        return got
+
+    def _resolve(self, reader: Instance, buffer: N.Buffer, address: T.Term) -> Resolution:
+        if buffer.name in self.taint:
+            reason = self.taint[buffer.name]
+            return Resolution(self.havoc_tag(buffer.name), self.havoc_bool(f"{buffer.name}.written"),
+                              approximations=(reason,))
+        is_global = buffer.space is N.MemorySpace.GLOBAL
+        entries = []  # (writer, hit, instance or None, resolution of its tag)
+        for writer in self.writers.get(buffer.name, []):
+            if not (writer.launch or may_precede(writer.site, reader.site)):
+                continue
+            entries.append(self._candidate(writer, reader, address))
+        parts = [e[3] for e in entries]
+        lemmas, approximations = _merge_deps(parts)
+        lemmas = lemmas | {e[0].site.index for e in entries if e[2] is not None}
+        initial = TG.BOTTOM
+        static_order = all(not common_loops(a[0].site, b[0].site) for a, b in itertools.combinations(entries, 2))
+        entries.sort(key=lambda e: (not e[0].launch, e[0].site.index))
+        tag = initial
+        if static_order:
+            for _, hit, _, res in entries:
+                tag = TG.select(hit, res.tag, tag)
+        else:
+            for j, (wj, hj, ij, rj) in enumerate(entries):
+                later = []
+                for i, (wi, hi, ii, _) in enumerate(entries):
+                    if i == j:
+                        continue
+                    if ii is None or ij is None:
+                        after = T.TRUE if (wi.site.index > wj.site.index) else T.FALSE
+                    else:
+                        after = self.precedes(ij, ii)
+                    later.append(T.not_(T.and_(hi, after)))
+                tag = TG.select(T.and_(hj, *later), rj.tag, tag)
+        if is_global:
+            initialized = T.TRUE
+        else:
+            initialized = T.or_(*(hit for writer, hit, _, _ in entries if writer.write.data))
+        return Resolution(tag, initialized, lemmas, approximations)
+
+    def _candidate(self, writer: Writer, reader: Instance, address: T.Term):
+        """``(writer, hit, witness instance, resolution of the written tag)``; the instance is
+        ``None`` when the writer could not be inverted (then hit and tag are havocked)."""
+        exprs = self.witness(writer)
+        if isinstance(exprs, str):
+            return (writer, self.havoc_bool("hit"), None,
+                    Resolution(self.havoc_tag("written"), T.TRUE, approximations=(exprs,)))
+        try:
+            inst = self.witness_instance(writer, address, self.writer_params(writer, reader))
+            hit = T.and_(self.ranges(writer, inst), T.eq(self.address(inst, writer.view), address),
+                         self.guard(writer, inst),
+                         T.TRUE if writer.launch else self.precedes(inst, reader))
+            written = self.written_tag(writer, inst)
+        except EncodingError as err:
+            reason = f"cannot encode the write at {writer.site.describe()}: {err.message}"
+            return (writer, self.havoc_bool("hit"), None,
+                    Resolution(self.havoc_tag("written"), T.TRUE, approximations=(reason,)))
+        return (writer, hit, inst, written)
+
+    def written_tag(self, writer: Writer, inst: Instance) -> Resolution:
+        """The tag ``writer`` stores at its instance ``inst``."""
+        write = writer.write
+        if write.record is not None:
+            at = self.with_logical(inst, writer.view)
+            return Resolution(TG.TagValue.record([self.value(at, e) for _, e in write.record]), T.TRUE)
+        if not write.sources:
+            return Resolution(TG.BOTTOM, T.TRUE)
+        reads = [self.read(inst, src) for src in write.sources]
+        lemmas, approx = _merge_deps(reads)
+        return Resolution(TG.merge([r.tag for r in reads]), T.TRUE, lemmas, approx)

@@ -1,0 +1,138 @@
+"""What each op does to memory: one table of accesses and writes per op kind.
+
+The table follows the reference interpreter (:mod:`argus.ir.interpreter`), which defines the
+semantics:
+
+==============  ==========================================  ===============================
+op              accesses (bounds-checked)                   writes (data / tags)
+==============  ==========================================  ===============================
+Copy            src read, dst write (both under ``pred``)   dst: src's data and tag
+Fill            dst write                                   dst: data, ⊥
+Elementwise     dst write, view operands read               dst: data, merged tag
+Convert         dst write, src read                         dst: data, src's tag
+ReadIndex       src read (its first element)                —
+Tag             view (no data access)                       view: tag record
+AssertTag       view, equal_to (no data access)             —
+ResetTags       view (no data access)                       view: ⊥
+==============  ==========================================  ===============================
+
+A read's element is active when the thread's path holds, the element is valid in its view
+(partial tiles) and the copy predicate holds; a write's element when the same holds for the
+destination (and, for a copy, for the source).  Copies through an asynchronous or
+collective atom and every other op kind are *unsupported* here: the verifier answers
+``unknown`` for them, never a silent pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from argus.ir import nodes as N
+
+#: copy atoms executed synchronously by one thread (program order, no handle)
+SYNC_COPY_ATOMS = frozenset({"sync", "reg"})
+
+
+@dataclass(frozen=True)
+class Access:
+    """One view an op touches: ``kind`` is ``"read"``, ``"write"`` or ``"tag"`` (a tag-only
+    touch: bounds-checked, but neither a data access nor part of a race)."""
+
+    view: N.View
+    role: str
+    kind: str
+    pred: Any = None
+    checks_init: bool = False
+
+    @property
+    def buffer(self) -> N.Buffer:
+        return self.view.buffer
+
+
+@dataclass(frozen=True)
+class Write:
+    """A write of ``view``: ``data`` writes count for initialization; ``sources`` are the
+    views whose tags flow into it (``()`` with ``record`` for a tag op, ``()`` for ⊥)."""
+
+    view: N.View
+    data: bool
+    guard: tuple[Any, ...]  # predicates over the view coordinates (validity, copy predicate)
+    sources: tuple[N.View, ...] = ()
+    record: tuple[tuple[str, Any], ...] | None = None
+
+
+class Unsupported(Exception):
+    """An op (or op shape) this verifier does not handle yet."""
+
+
+def _valid(view: N.View) -> tuple[Any, ...]:
+    return (view.valid,) if view.valid is not None else ()
+
+
+def accesses(op: N.Op) -> list[Access]:
+    """The accesses of ``op`` in the order the interpreter checks them."""
+    match op:
+        case N.Copy(src=src, dst=dst, pred=pred, atom=atom):
+            if atom not in SYNC_COPY_ATOMS:
+                raise Unsupported(f"copy atom {atom!r}")
+            return [Access(src, "src", "read", pred, True), Access(dst, "dst", "write", pred)]
+        case N.Fill(dst=dst):
+            return [Access(dst, "dst", "write")]
+        case N.Elementwise(dst=dst, srcs=srcs):
+            out = [Access(dst, "dst", "write")]
+            out += [Access(s, f"srcs[{i}]", "read", None, True) for i, s in enumerate(srcs) if isinstance(s, N.View)]
+            return out
+        case N.Convert(dst=dst, src=src):
+            return [Access(dst, "dst", "write"), Access(src, "src", "read", None, True)]
+        case N.ReadIndex(src=src):
+            return [Access(src, "src", "read", None, True)]
+        case N.Tag(view=view) | N.ResetTags(view=view):
+            return [Access(view, "view", "tag")]
+        case N.AssertTag(view=view, equal_to=other):
+            return [Access(view, "view", "tag")] + ([Access(other, "equal_to", "tag")] if other is not None else [])
+        case N.Alloc() | N.Barrier():
+            return []
+    raise Unsupported(f"operation {op.kind}")
+
+
+def writes(op: N.Op) -> list[Write]:
+    """What ``op`` writes (data and tags)."""
+    match op:
+        case N.Copy(src=src, dst=dst, pred=pred):
+            guard = (*_valid(src), *_valid(dst), *((pred,) if pred is not None else ()))
+            return [Write(dst, True, guard, (src,))]
+        case N.Fill(dst=dst):
+            return [Write(dst, True, _valid(dst))]
+        case N.Elementwise(dst=dst, srcs=srcs):
+            return [Write(dst, True, _valid(dst), tuple(s for s in srcs if isinstance(s, N.View)))]
+        case N.Convert(dst=dst, src=src):
+            return [Write(dst, True, _valid(dst), (src,))]
+        case N.Tag(view=view, fields=fields):
+            return [Write(view, False, _valid(view), (), tuple(fields))]
+        case N.ResetTags(view=view):
+            return [Write(view, False, _valid(view))]
+    return []
+
+
+def views_in(op: N.Op) -> list[N.View]:
+    """Every view an op mentions, nested regions included (for ops the verifier cannot model:
+    what they might touch)."""
+    out: list[N.View] = []
+
+    def visit(value: Any) -> None:
+        if isinstance(value, N.View):
+            out.append(value)
+        elif isinstance(value, (tuple, list)):
+            for v in value:
+                visit(v)
+        elif isinstance(value, N.Region):
+            for o in value.ops:
+                visit(o)
+        elif isinstance(value, N.Op):
+            for f in dataclasses.fields(value):
+                visit(getattr(value, f.name))
+
+    visit(op)
+    return out

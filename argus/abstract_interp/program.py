@@ -1,0 +1,227 @@
+"""The control structure the verifier reasons over: every op as a *site* in dynamic order.
+
+:func:`build_program` walks a kernel's op tree once and lists its sites.  A :class:`Site` is
+one op at one place of the (partially unrolled) program:
+
+* ``conditions`` — the path: the ``If`` conditions (or their negations) and the iteration
+  ranges of the symbolic loops around it, as sympy predicates over the thread's symbols;
+* ``loops`` — the enclosing loops kept symbolic (outermost first); their counters are
+  bounded SMT variables of every instance of the site;
+* ``subst`` — the values of the loop counters of enclosing *unrolled* loops (small constant
+  trip counts are unrolled: each iteration is a site of its own);
+* ``epoch`` — how many block barriers a thread has passed before it reaches the site (a sympy
+  expression over its loop counters and uniform conditions), so "no barrier between two
+  accesses" is ``epoch(a) == epoch(b)``.
+
+Dynamic order: an instance of site ``w`` precedes an instance of site ``r`` when the counters
+of their common symbolic loops compare lexicographically smaller, or are equal and ``w``
+comes first statically (:func:`precedes`).
+
+Supported loop shapes: any ``For`` with a constant trip count up to ``unroll_limit`` is
+unrolled; any other ``For`` is symbolic as long as the number of barriers one iteration
+passes does not depend on the iteration.  ``WarpRole`` regions are not supported yet (their
+op is listed with a reason).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+
+from argus import symbolic
+from argus.ir import nodes as N
+
+#: constant trip counts up to this are unrolled
+UNROLL_LIMIT = 16
+
+
+@dataclass(frozen=True, eq=False)
+class Loop:
+    """A loop kept symbolic: ``var`` ranges over ``start, start+step, ... < stop``."""
+
+    op: N.For
+    var: sympy.Symbol
+    start: Any
+    stop: Any
+    step: int
+
+    def condition(self) -> sympy.Basic:
+        """The iteration range of ``var`` as a predicate."""
+        parts = [sympy.Le(self.start, self.var), sympy.Lt(self.var, self.stop)]
+        if self.step != 1:
+            parts.append(sympy.Eq(symbolic.mod(self.var - self.start, self.step), 0))
+        return sympy.And(*parts)
+
+    def trip_count(self) -> Any:
+        return sympy.Max(0, symbolic.ceil_div(self.stop - self.start, self.step))
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One conjunct of a site's path and where it comes from (an ``If`` branch or a loop)."""
+
+    expr: sympy.Basic
+    op: N.Op
+    what: str  # "then", "else", "loop"
+
+
+@dataclass(frozen=True, eq=False)
+class Site:
+    """One op at one place of the unrolled program (see the module docstring)."""
+
+    index: int
+    op: N.Op
+    subst: tuple[tuple[sympy.Symbol, int], ...]
+    conditions: tuple[Condition, ...]
+    loops: tuple[Loop, ...]
+    epoch: Any
+    unrolled: tuple[tuple[N.For, int], ...] = ()
+
+    def expr(self, e: Any) -> Any:
+        """``e`` with the unrolled loop counters replaced by their values."""
+        if self.subst and isinstance(e, sympy.Basic):
+            return e.xreplace(dict(self.subst))
+        return e
+
+    @property
+    def path(self) -> sympy.Basic:
+        return sympy.And(*(c.expr for c in self.conditions)) if self.conditions else sympy.true
+
+    @property
+    def straight_line(self) -> bool:
+        """No symbolic loop around the site."""
+        return not self.loops
+
+    def describe(self) -> str:
+        where = f" at {self.op.loc}" if self.op.loc else ""
+        its = "".join(f" [{op.var}={v}]" for op, v in self.unrolled)
+        return f"{self.op.kind}{where}{its}"
+
+
+@dataclass
+class Program:
+    """The sites of a kernel in static order, plus what could not be placed."""
+
+    kernel: N.Kernel
+    sites: list[Site] = field(default_factory=list)
+    unsupported: list[tuple[N.Op, str]] = field(default_factory=list)
+
+
+def common_loops(a: Site, b: Site) -> tuple[Loop, ...]:
+    """The symbolic loops around both sites (a common prefix, outermost first)."""
+    out = []
+    for x, y in zip(a.loops, b.loops):
+        if x is not y:
+            break
+        out.append(x)
+    return tuple(out)
+
+
+def may_precede(writer: Site, reader: Site) -> bool:
+    """Can some instance of ``writer`` come before some instance of ``reader``?"""
+    return writer.index < reader.index or bool(common_loops(writer, reader))
+
+
+class UnsupportedLoop(Exception):
+    """A loop whose barrier count changes from one iteration to the next."""
+
+
+def build_program(kernel: N.Kernel, *, unroll_limit: int = UNROLL_LIMIT) -> Program:
+    """List the sites of ``kernel`` (see the module docstring)."""
+    program = Program(kernel)
+    _Walker(program, unroll_limit).region(kernel.body, (), (), (), (), sympy.Integer(0))
+    return program
+
+
+class _Walker:
+    def __init__(self, program: Program, unroll_limit: int) -> None:
+        self.program = program
+        self.unroll_limit = unroll_limit
+
+    def _site(self, op: N.Op, subst, conditions, loops, unrolled, epoch) -> None:
+        self.program.sites.append(Site(len(self.program.sites), op, subst, conditions, loops, epoch, unrolled))
+
+    def region(self, region: N.Region, subst, conditions, loops, unrolled, epoch) -> Any:
+        """Add the sites of ``region``; returns the epoch after it."""
+        for op in region.ops:
+            epoch = self.op(op, subst, conditions, loops, unrolled, epoch)
+        return epoch
+
+    def op(self, op: N.Op, subst, conditions, loops, unrolled, epoch) -> Any:
+        env = dict(subst)
+
+        def sub(e: Any) -> Any:
+            return e.xreplace(env) if env and isinstance(e, sympy.Basic) else e
+
+        match op:
+            case N.For(var=var, start=start, stop=stop, step=step, body=body):
+                start, stop = sub(start), sub(stop)
+                lo, hi = symbolic.static_value(start), symbolic.static_value(stop)
+                if lo is not None and hi is not None and len(range(lo, hi, step)) <= self.unroll_limit:
+                    for value in range(lo, hi, step):
+                        epoch = self.region(body, (*subst, (var, value)), conditions, loops,
+                                            (*unrolled, (op, value)), epoch)
+                    return epoch
+                loop = Loop(op, var, start, stop, step)
+                try:
+                    per_iteration = barrier_count(body, env)
+                except UnsupportedLoop as err:
+                    self.program.unsupported.append((op, str(err)))
+                    return epoch
+                if var in sympy.sympify(per_iteration).free_symbols:
+                    self.program.unsupported.append(
+                        (op, f"loop at {op.loc} passes a number of barriers that depends on its counter"))
+                    return epoch
+                inner = epoch + symbolic.floordiv(var - start, step) * per_iteration if per_iteration != 0 else epoch
+                self.region(body, subst, (*conditions, Condition(loop.condition(), op, "loop")),
+                            (*loops, loop), unrolled, inner)
+                return epoch + loop.trip_count() * per_iteration if per_iteration != 0 else epoch
+            case N.If(cond=cond, then=then, orelse=orelse):
+                cond = sub(cond)
+                after_then = self.region(then, subst, (*conditions, Condition(cond, op, "then")), loops,
+                                         unrolled, epoch)
+                after_else = self.region(orelse, subst, (*conditions, Condition(sympy.Not(cond), op, "else")),
+                                         loops, unrolled, epoch)
+                if after_then == after_else:
+                    return after_then
+                return sympy.Piecewise((after_then, cond), (after_else, True))
+            case N.Barrier():
+                self._site(op, subst, conditions, loops, unrolled, epoch)
+                return epoch + 1
+            case _:
+                self._site(op, subst, conditions, loops, unrolled, epoch)
+                return epoch
+
+
+def barrier_count(region: N.Region, env: dict) -> Any:
+    """Block barriers one execution of ``region`` passes (a sympy expression)."""
+    total: Any = sympy.Integer(0)
+
+    def sub(e: Any) -> Any:
+        return e.xreplace(env) if env and isinstance(e, sympy.Basic) else e
+
+    for op in region.ops:
+        match op:
+            case N.Barrier():
+                total += 1
+            case N.If(cond=cond, then=then, orelse=orelse):
+                a, b = barrier_count(then, env), barrier_count(orelse, env)
+                total += a if a == b else sympy.Piecewise((a, sub(cond)), (b, True))
+            case N.For(var=var, start=start, stop=stop, step=step, body=body):
+                inner = barrier_count(body, env)
+                if inner != 0:
+                    if var in sympy.sympify(inner).free_symbols:
+                        raise UnsupportedLoop(f"loop at {op.loc} passes a number of barriers that depends on its counter")
+                    total += Loop(op, var, sub(start), sub(stop), step).trip_count() * inner
+            case N.WarpRole(body=body):
+                if barrier_count(body, env) != 0:
+                    raise UnsupportedLoop(f"barrier inside a warp role at {op.loc}")
+    return total
+
+
+def sites_of(program: Program, kinds: Iterable[type]) -> list[Site]:
+    kinds = tuple(kinds)
+    return [s for s in program.sites if isinstance(s.op, kinds)]

@@ -1,0 +1,318 @@
+"""The properties, each turned into VCs with provenance.
+
+======================  ===================================================================
+property                VC (for a fresh thread ``tid`` of block ``bid``, element ``c``, loop
+                        counters ``k``; ``active`` = path ∧ validity ∧ copy predicate)
+======================  ===================================================================
+``in-bounds``           per op: ``active(access) → 0 <= address < size`` for each view
+``uninitialized``       per read of shared/register memory: ``active → some write hits``
+``tag``                 per ``assert_tag``: ``valid → tag ≠ ⊥ ∧ predicate(coordinate, tag)``;
+                        ``assert_tag_eq``: ``tag ≠ ⊥ ∧ tag == other tag``
+``race``                per access of shared/global memory, against every access of the same
+                        buffer at or before it: no second thread ``tid'`` of the block with
+                        both active, one a write, equal addresses and equal barrier epochs;
+                        reads of global memory also against writes of *other* blocks
+``write-conflict``      per global write: no other block writes the same address
+``barrier``             per barrier: no two threads of a block (same loop iterations) where
+                        one reaches it and the other does not; block-uniform control is
+                        proved structurally by the uniformity analysis
+``witness``             per write a read resolves to: ``guard(d) → w⁻¹(write(d)) == d``
+``unsupported``         an op or loop the verifier does not model: always ``unknown``
+======================  ===================================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy
+
+from argus.abstract_interp import memory as M
+from argus.abstract_interp.analysis import Analysis, Resolution, Writer, _merge_deps
+from argus.abstract_interp.encoding import EncodingError, Instance
+from argus.abstract_interp.program import Site, common_loops
+from argus.abstract_interp.vc import VC
+from argus.ir import nodes as N
+from argus.ir.uniformity import Uniformity
+from argus.smt import terms as T
+
+
+def _roles(analysis: Analysis, inst: Instance, view: N.View | None = None, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {
+        f"{prefix}thread": inst.values.get(analysis.tid),
+        f"{prefix}block": tuple(inst.values.get(b) for b in analysis.block_ids),
+        f"{prefix}iteration": {lp.var.name: inst.values[lp.var] for lp in inst.site.loops},
+    }
+    if view is not None:
+        out[f"{prefix}element"] = tuple(inst.values[s] for s in analysis._coord_symbols(view))
+        out[f"{prefix}logical"] = analysis.logical(inst, view)
+        out[f"{prefix}view"] = view
+    return out
+
+
+class _Builder:
+    def __init__(self, analysis: Analysis) -> None:
+        self.analysis = analysis
+        self.vcs: list[VC] = []
+        self.counter = 0
+        self.assumptions = analysis.encoder.assumptions()
+
+    def add(self, prop: str, site: Site | None, hyps: list[T.Term], goal: T.Term, message: str,
+            roles: dict | None = None, deps: tuple[frozenset[int], tuple[str, ...]] = (frozenset(), ()),
+            **extra: Any) -> VC:
+        where = site.op.loc if site is not None and site.op.loc else None
+        ident = f"{prop}#{self.counter}" + (f"@{where.line}" if where else "")
+        self.counter += 1
+        named = [*self.assumptions, *((f"h{i}", h) for i, h in enumerate(hyps))]
+        vc = VC(ident, prop, site, tuple(named), goal, message, roles or {}, deps[0], deps[1], **extra)
+        self.vcs.append(vc)
+        return vc
+
+    def unknown(self, prop: str, site: Site | None, reason: str) -> VC:
+        return self.add(prop, site, [], T.TRUE, reason, unknown=reason)
+
+
+def generate(analysis: Analysis) -> list[VC]:
+    """Every VC of the kernel, in program order, then the witness lemmas they rely on."""
+    b = _Builder(analysis)
+    for _op, reason in analysis.program.unsupported:
+        b.unknown("unsupported", None, reason)
+    for site in analysis.program.sites:
+        if site.index in analysis.unsupported:
+            b.unknown("unsupported", site, analysis.unsupported[site.index])
+            continue
+        for make in (_barrier, _tag, _bounds, _uninitialized, _races, _write_conflicts):
+            try:
+                make(b, site)
+            except EncodingError as err:
+                b.unknown(make.__name__.strip("_").replace("_", "-"), site,
+                          f"cannot encode {site.describe()}: {err.message}")
+    _lemmas(b)
+    return b.vcs
+
+
+# --------------------------------------------------------------------------- per property
+
+
+def _barrier(b: _Builder, site: Site) -> None:
+    op = site.op
+    if not isinstance(op, N.Barrier):
+        return
+    a = b.analysis
+    if op.id != 0 or op.participants not in (None, a.encoder.threads):
+        b.unknown("barrier", site, f"named barrier {op.id} with {op.participants} participants at {op.loc} "
+                  "is not supported yet")
+        return
+    first, hyps = a.fresh(site)
+    loops = {lp.var: first.values[lp.var] for lp in site.loops}
+    block = {s: first.values[s] for s in a.block_ids}
+    second, more = a.fresh(site, "'", block=block, loops=loops)
+    roles = {**_roles(a, first), "other_thread": second.values[a.tid]}
+    message = "every thread of the block reaches the barrier"
+    if a.uniformity.context(op) is Uniformity.BLOCK:
+        b.add("barrier", site, hyps + more, T.TRUE, message, roles,
+              structural="block-uniform control (uniformity analysis)")
+        return
+    goal = T.not_(T.and_(a.path(first), T.not_(a.path(second))))
+    b.add("barrier", site, hyps + more, goal, message, roles)
+
+
+def _expected_fields(op: N.AssertTag) -> dict[int, Any]:
+    """``tag[i] == e`` conjuncts of a predicate: what each field should be."""
+    out = {}
+    fields = {s: int(name[1:]) for name, s in op.tag_symbols}
+    if op.predicate is None:
+        return out
+    for part in sympy.And.make_args(op.predicate):
+        if isinstance(part, sympy.Eq):
+            lhs, rhs = part.args
+            for x, y in ((lhs, rhs), (rhs, lhs)):
+                if x in fields and not (sympy.sympify(y).free_symbols & set(fields)):
+                    out[fields[x]] = y
+    return out
+
+
+def _tag(b: _Builder, site: Site) -> None:
+    op = site.op
+    if not isinstance(op, N.AssertTag):
+        return
+    a = b.analysis
+    inst, hyps = a.fresh(site, view=op.view)
+    hyps = hyps + [a.path(inst)] + ([a.value(inst, op.view.valid)] if op.view.valid is not None else [])
+    mine = a.read(inst, op.view)
+    roles = {**_roles(a, inst, op.view), "actual": mine.tag, "message": op.message}
+    if op.equal_to is not None:
+        other = a.read(inst, op.equal_to)
+        goal = T.and_(mine.tag.defined, mine.tag.same(other.tag))
+        roles["expected"] = other.tag
+        b.add("tag", site, hyps, goal, op.message or "assert_tag_eq", roles, _merge_deps([mine, other]))
+        return
+    at = a.with_logical(inst, op.view)
+    binding = dict(at.values)
+    for name, sym in op.tag_symbols:
+        binding[sym] = mine.tag.fields[int(name[1:])]
+    pred = a.encoder.term(site.expr(op.predicate), binding)
+    roles["expected_fields"] = {i: a.value(at, e) for i, e in _expected_fields(op).items()}
+    b.add("tag", site, hyps, T.and_(mine.tag.defined, pred), op.message or "assert_tag", roles,
+          _merge_deps([mine]))
+
+
+def _bounds(b: _Builder, site: Site) -> None:
+    a = b.analysis
+    accesses = a.accesses.get(site.index, [])
+    groups: dict[tuple, list[M.Access]] = {}
+    for acc in accesses:
+        groups.setdefault(tuple(str(e) for e in _extents(acc.view)), []).append(acc)
+    for group in groups.values():
+        inst, hyps = a.fresh(site, view=group[0].view)
+        goal = T.and_(*(T.implies(a.active(inst, acc), a.in_bounds(inst, acc.view)) for acc in group))
+        names = ", ".join(f"%{acc.buffer.name} ({acc.role})" for acc in group)
+        roles = _roles(a, inst, group[0].view)
+        roles["checks"] = [(acc, T.implies(a.active(inst, acc), a.in_bounds(inst, acc.view)),
+                            a.address(inst, acc.view)) for acc in group]
+        b.add("in-bounds", site, hyps, goal, f"accesses of {names} stay inside their buffers", roles)
+
+
+def _extents(view: N.View) -> tuple:
+    from argus.abstract_interp.encoding import view_extents
+
+    return view_extents(view)
+
+
+def _uninitialized(b: _Builder, site: Site) -> None:
+    a = b.analysis
+    for acc in a.accesses.get(site.index, []):
+        if not acc.checks_init or acc.buffer.space is N.MemorySpace.GLOBAL:
+            continue
+        inst, hyps = a.fresh(site, view=acc.view)
+        res: Resolution = a.read(inst, acc.view)
+        roles = {**_roles(a, inst, acc.view), "address": a.address(inst, acc.view), "buffer": acc.buffer.name}
+        b.add("uninitialized", site, [*hyps, a.active(inst, acc)], res.initialized,
+              f"%{acc.buffer.name} ({acc.role}) is written before it is read", roles,
+              (res.lemmas, res.approximations))
+
+
+def _shared_like(buffer: N.Buffer) -> bool:
+    return buffer.space in (N.MemorySpace.SHARED, N.MemorySpace.GLOBAL)
+
+
+def _data_accesses(a: Analysis, site: Site) -> list[M.Access]:
+    return [acc for acc in a.accesses.get(site.index, []) if acc.kind in ("read", "write") and _shared_like(acc.buffer)]
+
+
+def _races(b: _Builder, site: Site) -> None:
+    a = b.analysis
+    for acc in _data_accesses(a, site):
+        first, hyps = a.fresh(site, view=acc.view)
+        block = {s: first.values[s] for s in a.block_ids}
+        alternatives, conflicts = [], []
+        for other_site in a.program.sites[: site.index + 1]:
+            for other in _data_accesses(a, other_site):
+                if other.buffer is not acc.buffer or (acc.kind == "read" and other.kind == "read"):
+                    continue
+                if (other_site is site and other_site.index == site.index and
+                        a.accesses[site.index].index(other) > a.accesses[site.index].index(acc)):
+                    continue  # the pair is stated once, at the later access
+                e1, e2 = site.epoch, other_site.epoch
+                if not (sympy.sympify(e1).free_symbols or sympy.sympify(e2).free_symbols) and e1 != e2 \
+                        and not common_loops(site, other_site):
+                    continue
+                second, more = a.fresh(other_site, f"'{other_site.index}", view=other.view, block=block)
+                conflict = T.and_(a.active(first, acc), a.active(second, other),
+                                  T.ne(first.values[a.tid], second.values[a.tid]),
+                                  T.eq(a.address(first, acc.view), a.address(second, other.view)),
+                                  T.eq(a.epoch(first), a.epoch(second)), *more)
+                if conflict is T.FALSE:
+                    continue
+                conflicts.append(conflict)
+                alternatives.append((conflict, {"other_site": other_site, "other_access": other,
+                                                **_roles(a, second, other.view, "other_")}))
+        if not conflicts:
+            continue
+        roles = {**_roles(a, first, acc.view), "access": acc, "alternatives": alternatives}
+        what = "write" if acc.kind == "write" else "read"
+        b.add("race", site, hyps, T.not_(T.or_(*conflicts)),
+              f"the {what} of %{acc.buffer.name} ({acc.role}) does not conflict with another thread's access "
+              "between the same barriers", roles)
+    for acc in _data_accesses(a, site):
+        if acc.kind != "read" or acc.buffer.space is not N.MemorySpace.GLOBAL:
+            continue
+        writers = [(s, x) for s in a.program.sites for x in _data_accesses(a, s)
+                   if x.kind == "write" and x.buffer is acc.buffer]
+        if not writers:
+            continue
+        first, hyps = a.fresh(site, view=acc.view)
+        alternatives, conflicts = [], []
+        for other_site, other in writers:
+            second, more = a.fresh(other_site, f"'{other_site.index}", view=other.view)
+            conflict = T.and_(a.active(first, acc), a.active(second, other), _other_block(a, first, second),
+                              T.eq(a.address(first, acc.view), a.address(second, other.view)), *more)
+            conflicts.append(conflict)
+            alternatives.append((conflict, {"other_site": other_site, "other_access": other,
+                                            **_roles(a, second, other.view, "other_")}))
+        roles = {**_roles(a, first, acc.view), "access": acc, "alternatives": alternatives, "cross_block": True}
+        b.add("race", site, hyps, T.not_(T.or_(*conflicts)),
+              f"the read of %{acc.buffer.name} ({acc.role}) does not read what another block writes "
+              "(blocks are not ordered)", roles)
+
+
+def _other_block(a: Analysis, first: Instance, second: Instance) -> T.Term:
+    return T.or_(*(T.ne(first.values[s], second.values[s]) for s in a.block_ids))
+
+
+def _write_conflicts(b: _Builder, site: Site) -> None:
+    a = b.analysis
+    for acc in _data_accesses(a, site):
+        if acc.kind != "write" or acc.buffer.space is not N.MemorySpace.GLOBAL:
+            continue
+        first, hyps = a.fresh(site, view=acc.view)
+        alternatives, conflicts = [], []
+        for other_site in a.program.sites[: site.index + 1]:
+            for other in _data_accesses(a, other_site):
+                if other.kind != "write" or other.buffer is not acc.buffer:
+                    continue
+                second, more = a.fresh(other_site, f"'{other_site.index}", view=other.view)
+                conflict = T.and_(a.active(first, acc), a.active(second, other), _other_block(a, first, second),
+                                  T.eq(a.address(first, acc.view), a.address(second, other.view)), *more)
+                conflicts.append(conflict)
+                alternatives.append((conflict, {"other_site": other_site, "other_access": other,
+                                                **_roles(a, second, other.view, "other_")}))
+        roles = {**_roles(a, first, acc.view), "access": acc, "alternatives": alternatives}
+        b.add("write-conflict", site, hyps, T.not_(T.or_(*conflicts)),
+              f"no other block writes the element of %{acc.buffer.name} this thread writes", roles)
+
+
+# --------------------------------------------------------------------------- lemmas
+
+
+def _lemmas(b: _Builder) -> None:
+    a = b.analysis
+    needed = sorted({i for vc in b.vcs for i in vc.lemmas})
+    by_site = {w.site.index: w for ws in a.writers.values() for w in ws}
+    for index in needed:
+        writer = by_site[index]
+        try:
+            _lemma(b, writer)
+        except EncodingError as err:
+            b.unknown("witness", writer.site, f"cannot encode the witness of {writer.describe()}: {err.message}")
+
+
+def _lemma(b: _Builder, writer: Writer) -> None:
+    a = b.analysis
+    site = writer.site
+    inst, hyps = a.fresh(site, view=writer.view)
+    if writer.launch:
+        inst = Instance(site, {s: v for s, v in inst.values.items() if s not in (a.tid, *a.block_ids)})
+    hyps = [*hyps, a.guard(writer, inst)]
+    params = {s: v for s, v in inst.values.items() if s in (a.tid, *a.block_ids)} if not writer.launch else {}
+    if writer.view.buffer.space is not N.MemorySpace.REGISTER:
+        params.pop(a.tid, None)
+    witness = a.witness_instance(writer, a.address(inst, writer.view), params)
+    variables = [v.symbol for v in a.instance_variables(writer)]
+    goal = T.and_(*(T.eq(witness.values[s], inst.values[s]) for s in variables))
+    roles = {**_roles(a, inst, writer.view), "witness": {s.name: witness.values[s] for s in variables},
+             "variables": {s.name: inst.values[s] for s in variables}}
+    b.add("witness", site, hyps, goal,
+          f"each element written by {writer.describe()} is written by one instance only "
+          "(its writer is recovered from the address)", roles)
+    b.vcs[-1].roles["writer"] = writer

@@ -1,0 +1,61 @@
+"""Tag records as SMT terms, with the reference interpreter's rules.
+
+A tag is a record of up to :data:`FIELDS` integers; untagged data is ⊥.  As in the
+interpreter, a record is stored positionally (field ``i`` is ``tag[i]``; fields past the
+record's length are 0) with its length, and ⊥ is length ``-1``:
+
+* a copy, a conversion or a register move keeps the source's tag;
+* an elementwise op keeps the tag when every tagged operand carries the same record (equal
+  length and fields), otherwise the result is ⊥; scalars carry no tag;
+* a fill writes ⊥; ``reset_tags`` makes ⊥; ``tag`` writes the record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from argus.smt import terms as T
+
+FIELDS = 8
+UNTAGGED = -1
+
+
+@dataclass(frozen=True)
+class TagValue:
+    """``length`` (an Int term, ``-1`` for ⊥) and :data:`FIELDS` Int terms."""
+
+    length: T.Term
+    fields: tuple[T.Term, ...]
+
+    @staticmethod
+    def record(values: list[T.Term]) -> TagValue:
+        padded = list(values) + [T.int_const(0)] * (FIELDS - len(values))
+        return TagValue(T.int_const(len(values)), tuple(padded[:FIELDS]))
+
+    @property
+    def defined(self) -> T.Term:
+        """The data carries a tag (is not ⊥)."""
+        return T.ne(self.length, UNTAGGED)
+
+    def same(self, other: TagValue) -> T.Term:
+        """Equal records (the interpreter's comparison: length and every field)."""
+        return T.and_(T.eq(self.length, other.length), *(T.eq(a, b) for a, b in zip(self.fields, other.fields)))
+
+
+BOTTOM = TagValue(T.int_const(UNTAGGED), tuple(T.int_const(0) for _ in range(FIELDS)))
+
+
+def select(cond: T.Term, a: TagValue, b: TagValue) -> TagValue:
+    """``a`` where ``cond`` holds, else ``b``."""
+    if a is b:
+        return a
+    return TagValue(T.ite(cond, a.length, b.length), tuple(T.ite(cond, x, y) for x, y in zip(a.fields, b.fields)))
+
+
+def merge(tags: list[TagValue]) -> TagValue:
+    """The elementwise rule: the common record of all operands, or ⊥ if any two differ."""
+    if not tags:
+        return BOTTOM
+    first = tags[0]
+    agree = T.and_(*(first.same(t) for t in tags[1:]))
+    return select(agree, first, BOTTOM)

@@ -1,0 +1,208 @@
+"""Witnesses: who wrote an address.  A write's address map, inverted without quantifiers.
+
+A write site stores element ``c`` of its view, in thread ``tid``, in iteration ``k`` of the
+loops around it, at ``offset(tid, k) + layout(c)`` (then swizzled).  To resolve a read of
+address ``a`` to its writer the verifier needs the writer's instance *as a function of*
+``a``, so that "some instance of this op wrote ``a``" is the quantifier-free
+``write(witness(a)) == a ∧ witness(a) in range ∧ guard(witness(a))``.
+
+:func:`invert_address` guesses that function.  The address expressions the DSL builds are
+sums of ``coefficient * ((v // d) % m)`` over the instance variables ``v`` (tiles, thread
+partitions and loop strides all come from layouts), so each variable is split into *digits*
+at the breakpoints ``d`` and ``d*m`` its terms use, the digits become the modes of a layout
+``digit sizes : digit strides``, and that layout is inverted by the layout algebra
+(:func:`argus.layout_algebra.inverse.layout_inverse`); symbolic strides (global tensors with
+run-time extents) are inverted by the same floor/modulo peeling, largest stride first.
+
+The guess is never trusted: the verifier proves, as a VC of its own, that the witness of the
+address written by any guarded instance is that instance (``witness(write(d)) == d``).  That
+VC also fails when the write is not injective (two threads or two iterations writing one
+address), which is what makes the resolution of reads exact.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import sympy
+
+from argus import symbolic
+from argus.layout_algebra import Layout, LayoutError
+from argus.layout_algebra.inverse import layout_inverse
+
+#: the symbol standing for the (unswizzled) address in witness expressions
+TARGET = sympy.Symbol("__address", integer=True)
+
+
+@dataclass(frozen=True)
+class Variable:
+    """An instance variable of a write: ``start + step * u`` for ``u`` in ``0 .. extent-1``."""
+
+    symbol: sympy.Symbol
+    extent: Any  # int or size expression
+    start: Any = 0
+    step: int = 1
+
+
+class NotInvertible(Exception):
+    """The address map has a shape the witness construction does not handle."""
+
+
+def invert_address(address: Any, variables: list[Variable],
+                   pinned: Mapping[sympy.Symbol, Any] | None = None) -> dict[sympy.Symbol, Any]:
+    """Each variable as an expression of :data:`TARGET` (the address) and the other symbols.
+
+    ``pinned`` variables have a known value (an equation of the write's guard) and are
+    returned as given.  Raises :class:`NotInvertible` when no witness can be built.
+    """
+    pinned = dict(pinned or {})
+    expr = sympy.expand(symbolic.to_sympy(address).xreplace(pinned)) if pinned else sympy.expand(address)
+    result: dict[sympy.Symbol, Any] = dict(pinned)
+    digits_of: dict[sympy.Symbol, sympy.Symbol] = {}
+    free = [v for v in variables if v.symbol not in pinned]
+    for v in free:
+        u = sympy.Symbol(f"__u_{v.symbol.name}", integer=True, nonnegative=True)
+        digits_of[v.symbol] = u
+        if v.start != 0 or v.step != 1:
+            expr = sympy.expand(expr.xreplace({v.symbol: v.start + v.step * u}))
+        else:
+            expr = expr.xreplace({v.symbol: u})
+    units = {digits_of[v.symbol]: v for v in free}
+    base, atoms = _atoms(expr, set(units))
+    digits = _digits(atoms, units)
+    values = _invert_digits(digits, TARGET - base)
+    for v in free:
+        u = digits_of[v.symbol]
+        index = sum((value * d.weight for d, value in zip(digits, values) if d.unit == u), sympy.Integer(0))
+        result[v.symbol] = v.start + v.step * index
+    return result
+
+
+@dataclass(frozen=True)
+class _Atom:
+    unit: sympy.Symbol
+    coefficient: Any
+    lo: int  # value = (u // lo) % (hi // lo); hi None: no modulo
+    hi: int | None
+
+
+@dataclass(frozen=True)
+class _Digit:
+    unit: sympy.Symbol
+    weight: int  # the digit's value counts ``weight`` units of u
+    size: Any
+    stride: Any
+
+
+def _atoms(expr: sympy.Expr, units: set[sympy.Symbol]) -> tuple[Any, list[_Atom]]:
+    base = sympy.Integer(0)
+    atoms = []
+    for term in sympy.Add.make_args(expr):
+        if not term.free_symbols & units:
+            base += term
+            continue
+        coefficient, factor = term.as_independent(*units, as_Add=False)
+        atoms.append(_parse_atom(factor, coefficient, units))
+    return base, atoms
+
+
+def _static(x: Any) -> int:
+    v = symbolic.static_value(x)
+    if v is None or v <= 0:
+        raise NotInvertible(f"{x} is not a positive constant")
+    return v
+
+
+def _parse_atom(factor: Any, coefficient: Any, units: set[sympy.Symbol]) -> _Atom:
+    if factor in units:
+        return _Atom(factor, coefficient, 1, None)
+    if isinstance(factor, symbolic.FloorDiv):
+        inner, d = factor.args
+        d = _static(d)
+        if inner in units:
+            return _Atom(inner, coefficient, d, None)
+        if isinstance(inner, sympy.Mod) and inner.args[0] in units:
+            m = _static(inner.args[1])
+            if m % d:
+                raise NotInvertible(f"{factor}: the divisor does not divide the modulus")
+            return _Atom(inner.args[0], coefficient, d, m)
+    if isinstance(factor, sympy.Mod):
+        inner, m = factor.args
+        m = _static(m)
+        if inner in units:
+            return _Atom(inner, coefficient, 1, m)
+        if isinstance(inner, symbolic.FloorDiv) and inner.args[0] in units:
+            d = _static(inner.args[1])
+            return _Atom(inner.args[0], coefficient, d, d * m)
+    raise NotInvertible(f"address term {factor} is not a layout of one variable")
+
+
+def _digits(atoms: list[_Atom], units: Mapping[sympy.Symbol, Variable]) -> list[_Digit]:
+    digits = []
+    for u, variable in units.items():
+        mine = [a for a in atoms if a.unit == u]
+        points = sorted({1, *(a.lo for a in mine), *(a.hi for a in mine if a.hi is not None)})
+        for a, b in itertools.pairwise(points):
+            if b % a:
+                raise NotInvertible(f"breakpoints {a} and {b} of {variable.symbol} do not nest")
+        extent = variable.extent
+        static_extent = symbolic.static_value(extent)
+        bounds = [*list(itertools.pairwise(points)), (points[-1], None)]
+        for lo, hi in bounds:
+            if hi is not None:
+                size: Any = hi // lo
+                if static_extent is not None:
+                    size = min(size, max(1, -(-static_extent // lo)))
+            else:
+                size = -(-static_extent // lo) if static_extent is not None else symbolic.ceil_div(extent, lo)
+            if symbolic.static_value(size) == 1:
+                continue  # a digit of one value is always 0
+            stride = sum((a.coefficient * (lo // a.lo) for a in mine
+                          if a.lo <= lo and (a.hi is None or (hi is not None and hi <= a.hi))),
+                         sympy.Integer(0))
+            digits.append(_Digit(u, lo, size, symbolic.normalize(sympy.expand(stride))))
+    return digits
+
+
+def _invert_digits(digits: list[_Digit], x: Any) -> list[Any]:
+    if not digits:
+        return []
+    sizes = [symbolic.static_value(d.size) for d in digits]
+    strides = [symbolic.static_value(d.stride) for d in digits]
+    if all(s is not None for s in sizes) and all(d is not None for d in strides):
+        try:
+            inverse = layout_inverse(Layout(tuple(sizes), tuple(strides)))
+        except LayoutError as err:
+            raise NotInvertible(err.message) from None
+        return [symbolic.to_sympy(c) for c in inverse.flat_coordinate(x)]
+    return _peel(digits, x)
+
+
+def _magnitude(stride: Any) -> float:
+    """A numeric stand-in for ordering symbolic strides (sizes taken large)."""
+    s = symbolic.to_sympy(stride)
+    value = s.xreplace({v: 1 << 20 for v in s.free_symbols})
+    return float(value)
+
+
+def _peel(digits: list[_Digit], x: Any) -> list[Any]:
+    """Mixed-radix peeling, largest stride first (symbolic strides)."""
+    order = sorted(range(len(digits)), key=lambda i: _magnitude(digits[i].stride), reverse=True)
+    values: list[Any] = [sympy.Integer(0)] * len(digits)
+    rest = x
+    for i in order:
+        d = digits[i]
+        if d.stride == 0:
+            continue
+        if _magnitude(d.stride) < 0:
+            raise NotInvertible(f"negative stride {d.stride}")
+        value = symbolic.floordiv(rest, d.stride)
+        size = symbolic.static_value(d.size)
+        if size is not None and i != order[0]:
+            value = symbolic.mod(value, size)
+        values[i] = symbolic.to_sympy(value)
+        rest = sympy.expand(rest - values[i] * d.stride)
+    return values

@@ -1,0 +1,172 @@
+"""Who discharges VCs: the cvc5 ‖ Z3 portfolio, one solver in a worker, or one in-process.
+
+Every prover answers :meth:`Prover.prove` ``(hypotheses, goal)`` with the SMT layer's
+:class:`~argus.smt.results.Proved` / :class:`~argus.smt.results.Refuted` /
+:class:`~argus.smt.results.Unknown`, for the same query :func:`vc_query` builds (the one
+``--smtlib`` writes and the VC hash is taken of): ``hyps ∧ ¬(D ∧ goal)`` with ``D`` the
+definedness guards of every division and modulo.  A model is believed only after concrete
+evaluation confirms it on the original terms.
+
+* :class:`PortfolioProver` — :class:`argus.smt.portfolio.Portfolio` (warm worker processes,
+  reproducible resource limits, the first usable answer wins); ``solvers=("z3",)`` gives a
+  single solver behind the same safety net.
+* :class:`LocalProver` — one solver in this process (no worker start-up; for tests and small
+  kernels).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Protocol
+
+from argus.smt import terms as T
+from argus.smt.diff import check_assertions
+from argus.smt.evaluate import EvaluationError, evaluate
+from argus.smt.query import Query
+from argus.smt.results import Proved, Refuted, Result, SolverRun, Unknown
+
+Hypotheses = Sequence[tuple[str, T.Term]]
+
+#: solver choices of ``argus verify --solver``
+SOLVER_CHOICES = ("portfolio", "z3", "cvc5")
+
+
+def vc_query(hypotheses: Hypotheses, goal: T.Term, label: str = "") -> tuple[Query, tuple[T.Term, ...]]:
+    """The satisfiability query of ``hypotheses => goal`` and its definedness guards."""
+    hyps = [h for _, h in hypotheses]
+    guards = definedness_guards(T.implies(T.and_(*hyps), goal))
+    query = Query.of(named=[*hypotheses, ("goal", T.not_(T.and_(*guards, goal)))], label=label)
+    return query, guards
+
+
+_BITWISE = frozenset({"int_xor", "int_and", "int_or"})
+
+
+def definedness_guards(term: T.Term) -> tuple[T.Term, ...]:
+    """:func:`argus.smt.terms.definedness`, with a linear-time pass first.
+
+    The guards are collected once per subterm, unconditionally (each one at least as strong
+    as its path-conditioned form); those implied by constant divisors or by the operands'
+    intervals are dropped.  Only when some guard remains is the precise, path-sensitive (and
+    on ``ite``-heavy terms much slower) :func:`~argus.smt.terms.definedness` computed.
+    """
+    for t in T.subterms(term):
+        if t.op in ("div", "mod"):
+            divisor = t.args[1]
+            if divisor.op == "const" and divisor.value != 0:
+                continue
+            lo, hi = T.interval(divisor)
+            if (lo is not None and lo > 0) or (hi is not None and hi < 0):
+                continue
+            return tuple(T.definedness(term))
+        if t.op in _BITWISE:
+            width, signed = t.params
+            lo_ok, hi_ok = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
+            for a in t.args:
+                lo, hi = T.interval(a)
+                if lo is None or hi is None or lo < lo_ok or hi > hi_ok:
+                    return tuple(T.definedness(term))
+    return ()
+
+
+class Prover(Protocol):
+    """What the verifier needs from a solver back end."""
+
+    name: str
+
+    def prove(self, hypotheses: Hypotheses, goal: T.Term) -> Result: ...
+
+    def check(self, query: Query, guards: tuple[T.Term, ...]) -> Result: ...
+
+    def versions(self) -> dict[str, str]: ...
+
+    def close(self) -> None: ...
+
+
+class PortfolioProver:
+    """VCs through :class:`argus.smt.portfolio.Portfolio` (see the module docstring)."""
+
+    def __init__(self, solvers: Sequence[str] = ("z3", "cvc5"), *, rlimit: int | dict | None = None,
+                 wall_clock_s: float = 20.0) -> None:
+        from argus.smt.portfolio import Portfolio
+
+        self.name = "portfolio" if len(solvers) > 1 else solvers[0]
+        self.portfolio = Portfolio(solvers=tuple(solvers), rlimit=rlimit, wall_clock_s=wall_clock_s)
+
+    def prove(self, hypotheses: Hypotheses, goal: T.Term) -> Result:
+        return self.check(*vc_query(hypotheses, goal))
+
+    def check(self, query: Query, guards: tuple[T.Term, ...]) -> Result:
+        """The validity query built by :func:`vc_query`; a model is checked on its terms."""
+        result = self.portfolio.check_query(query)
+        if isinstance(result, Refuted):
+            return dataclasses.replace(result, violation=_violation(guards, dict(result.model)))
+        return result
+
+    def versions(self) -> dict[str, str]:
+        return self.portfolio.versions()
+
+    def close(self) -> None:
+        self.portfolio.close()
+
+
+class LocalProver:
+    """One solver (``"z3"`` or ``"cvc5"``) in this process, a fresh context per VC."""
+
+    def __init__(self, solver: str = "z3", *, rlimit: int = 50_000_000, timeout_s: float = 30.0) -> None:
+        self.name = solver
+        self.solver = solver
+        self.rlimit = rlimit
+        self.timeout_s = timeout_s
+
+    def prove(self, hypotheses: Hypotheses, goal: T.Term) -> Result:
+        return self.check(*vc_query(hypotheses, goal))
+
+    def check(self, query: Query, guards: tuple[T.Term, ...]) -> Result:
+        """The validity query built by :func:`vc_query`; a model is checked on its terms."""
+        from argus.smt.session import solve
+
+        answer = solve(query, self.solver, rlimit=self.rlimit, timeout_s=self.timeout_s)
+        run = SolverRun(self.solver, answer.status, answer.reason, answer.message, answer.seconds,
+                        answer.resources, answer.model)
+        if answer.status == "unsat":
+            return Proved(self.solver, answer.resources, answer.seconds, runs=(run,))
+        if answer.status == "sat" and answer.model is not None:
+            check = check_assertions(tuple(query.domain) + query.terms, answer.model)
+            if check.status == "valid":
+                return Refuted(self.solver, answer.model, answer.resources, answer.seconds,
+                               _violation(guards, answer.model), runs=(run,))
+            bad = SolverRun(self.solver, "sat", "invalid_model", check.detail, answer.seconds, answer.resources)
+            return Unknown((bad,))
+        return Unknown((run,))
+
+    def versions(self) -> dict[str, str]:
+        from argus.smt.session import Session
+
+        with Session(self.solver) as s:
+            return {self.solver: s.version}
+
+    def close(self) -> None:
+        pass
+
+
+def _violation(guards: tuple[T.Term, ...], model: dict) -> str:
+    for g in guards:
+        try:
+            if evaluate(g, model) is False:
+                return "definedness"
+        except EvaluationError:
+            return "definedness"
+    return "goal"
+
+
+def make_prover(choice: str = "portfolio", *, local: bool = False) -> Prover:
+    """The prover for a ``--solver`` choice; ``local`` runs a single solver in-process."""
+    if choice not in SOLVER_CHOICES:
+        from argus.errors import ArgusError
+
+        raise ArgusError(f"unknown solver choice {choice!r}", hint=f"use one of {', '.join(SOLVER_CHOICES)}")
+    if choice == "portfolio":
+        return PortfolioProver(("z3", "cvc5"))
+    return LocalProver(choice) if local else PortfolioProver((choice,))

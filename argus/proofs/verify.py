@@ -1,0 +1,283 @@
+"""Verify one kernel specialization: VCs → prover → verdicts, counterexamples, proof record.
+
+:func:`verify_kernel` generates the VCs (:mod:`argus.abstract_interp`), discharges the
+witness lemmas first and then every property VC, and turns each answer into a verdict:
+
+* ``proved`` — the solver proved it (or a cached proof of the same query hash exists, or the
+  uniformity analysis proved a barrier structurally), and every witness lemma it relies on
+  is proved too;
+* ``refuted`` — a model, minimized and explained as a :class:`Counterexample`, that the
+  reference interpreter reproduces; a model of an exact encoding (no approximation, lemmas
+  proved) that the interpreter cannot check, or that it reaches only after an earlier
+  violation, is still a refutation (the replay status says so);
+* ``unknown`` — with its reason: an unsupported op or loop, a solver that gave up, a lemma
+  that failed (``loop at L needs an invariant`` when iterations of a loop write one address),
+  a model of an over-approximated encoding that does not replay;
+* ``error`` — an exact model that does not replay: an internal error, reported loudly.
+
+The kernel's verdict is ``refuted`` if any VC is, else ``unknown``/``error`` if any VC is,
+else ``proved``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from argus.abstract_interp import Analysis, generate_vcs
+from argus.abstract_interp.vc import VC
+from argus.ir import nodes as N
+from argus.proofs import counterexample as CX
+from argus.proofs.provers import LocalProver, Prover, vc_query
+from argus.proofs.record import ProofRecord, VCCache, VCEntry
+from argus.smt.evaluate import EvaluationError, evaluate
+from argus.smt.results import Proved, Refuted, Unknown
+
+
+@dataclass
+class VCResult:
+    """A VC and what became of it."""
+
+    vc: VC
+    verdict: str
+    hash: str
+    solver: str | None = None
+    resources: int | None = None
+    seconds: float = 0.0
+    reason: str | None = None
+    counterexample: CX.Counterexample | None = None
+    cached: bool = False
+    model: dict | None = None
+
+    def entry(self) -> VCEntry:
+        return VCEntry(self.vc.id, self.hash, self.vc.property, self.vc.op,
+                       str(self.vc.position) if self.vc.position else None, self.verdict, self.solver,
+                       self.resources, round(self.seconds, 4), self.reason, self.cached)
+
+
+@dataclass
+class KernelReport:
+    """The verification of one kernel specialization."""
+
+    kernel: N.Kernel
+    analysis: Analysis
+    results: list[VCResult]
+    record: ProofRecord
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        return self.record.verdict
+
+    @property
+    def counterexamples(self) -> list[CX.Counterexample]:
+        return [r.counterexample for r in self.results if r.verdict == "refuted" and r.counterexample]
+
+    def by_verdict(self, verdict: str) -> list[VCResult]:
+        return [r for r in self.results if r.verdict == verdict]
+
+    def title(self) -> str:
+        consts = ", ".join(f"{k}={v}" for k, v in self.kernel.consts)
+        return f"{self.kernel.name}" + (f" [{consts}]" if consts else "")
+
+    def human(self) -> str:
+        counts = Counter(r.verdict for r in self.results)
+        summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        lines = [f"{self.title()}: {self.verdict} ({len(self.results)} VCs: {summary}; {self.seconds:.2f} s)"]
+        for r in self.results:
+            if r.verdict == "refuted" and r.counterexample is not None:
+                lines.append(_indent(r.counterexample.human()))
+            elif r.verdict in ("unknown", "error"):
+                where = f"{r.vc.position}: " if r.vc.position else ""
+                lines.append(f"  {r.verdict}: {where}{r.vc.property}: {r.reason}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kernel": self.kernel.name,
+            "consts": self.record.to_json()["consts"],
+            "kernel_hash": self.record.kernel_hash,
+            "verdict": self.verdict,
+            "seconds": round(self.seconds, 3),
+            "vcs": [asdict(r.entry()) for r in self.results],
+            "counterexamples": [c.to_json() for c in self.counterexamples],
+            "unknown": [{"vc": r.vc.id, "property": r.vc.property,
+                         "position": str(r.vc.position) if r.vc.position else None, "reason": r.reason,
+                         "verdict": r.verdict} for r in self.results if r.verdict in ("unknown", "error")],
+        }
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def vc_hash(vc: VC, query: Any = None) -> str:
+    """sha256 of the VC's SMT-LIB query (or of its reason, for a VC that could not be stated)."""
+    from argus.smt.smtlib import query_to_smtlib
+
+    if vc.unknown is not None or vc.structural is not None:
+        return hashlib.sha256(f"{vc.property}|{vc.position}|{vc.unknown or vc.structural}".encode()).hexdigest()
+    if query is None:
+        query, _ = vc_query(vc.hypotheses, vc.goal)
+    return hashlib.sha256(query_to_smtlib(query).encode()).hexdigest()
+
+
+def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCache | None = None,
+                  smtlib_dir: str | Path | None = None, replay: bool = True, minimize: bool = True,
+                  unroll_limit: int | None = None,
+                  progress: Callable[[int, int, VC], None] | None = None) -> KernelReport:
+    """Verify one specialization (see the module docstring)."""
+    from argus.spec.kernel import kernel_hash
+
+    start = time.perf_counter()
+    own = prover is None
+    prover = prover or LocalProver("z3")
+    try:
+        analysis, vcs = generate_vcs(kernel, unroll_limit=unroll_limit)
+        lemmas = [vc for vc in vcs if vc.property == "witness"]
+        others = [vc for vc in vcs if vc.property != "witness"]
+        results: dict[str, VCResult] = {}
+        lemma_by_site: dict[int, VCResult] = {}
+        for i, vc in enumerate(lemmas + others):
+            if progress is not None:
+                progress(i, len(vcs), vc)
+            result = _discharge(vc, prover, cache, smtlib_dir, kernel)
+            if vc.property == "witness":
+                _judge_lemma(result, analysis)
+                lemma_by_site[vc.site.index] = result
+            else:
+                _judge(result, lemma_by_site, analysis, kernel, replay, minimize, prover)
+            results[vc.id] = result
+            if cache is not None and result.verdict == "proved" and not result.cached:
+                cache.put(result.hash, {"verdict": "proved", "solver": result.solver,
+                                        "resources": result.resources, "property": vc.property})
+        ordered = [results[vc.id] for vc in vcs]
+        verdicts = {r.verdict for r in ordered}
+        verdict = ("refuted" if "refuted" in verdicts else "error" if "error" in verdicts
+                   else "unknown" if "unknown" in verdicts else "proved")
+        try:
+            versions = prover.versions()
+        except Exception:
+            versions = {}
+        seconds = time.perf_counter() - start
+        record = ProofRecord(kernel.name, dict(kernel.consts), kernel_hash(kernel),
+                             [a.text for a in kernel.assumptions], verdict, [r.entry() for r in ordered],
+                             versions, seconds=seconds)
+        return KernelReport(kernel, analysis, ordered, record, seconds)
+    finally:
+        if own:
+            prover.close()
+
+
+def _discharge(vc: VC, prover: Prover, cache: VCCache | None, smtlib_dir: str | Path | None,
+               kernel: N.Kernel) -> VCResult:
+    if vc.unknown is not None:
+        return VCResult(vc, "unknown", vc_hash(vc), reason=vc.unknown)
+    if vc.structural is not None:
+        return VCResult(vc, "proved", vc_hash(vc), solver="structural", reason=vc.structural)
+    query, guards = vc_query(vc.hypotheses, vc.goal)
+    digest = vc_hash(vc, query)
+    if smtlib_dir is not None:
+        _write_smtlib(vc, digest, query, kernel, Path(smtlib_dir))
+    if cache is not None:
+        hit = cache.get(digest)
+        if hit is not None:
+            return VCResult(vc, "proved", digest, solver=hit.get("solver"), resources=hit.get("resources"),
+                            cached=True)
+    t0 = time.perf_counter()
+    answer = prover.check(query, guards)
+    seconds = time.perf_counter() - t0
+    match answer:
+        case Proved():
+            return VCResult(vc, "proved", digest, answer.solver, answer.resources, seconds)
+        case Refuted():
+            reason = "division by zero reachable" if answer.violation == "definedness" else None
+            return VCResult(vc, "refuted", digest, answer.solver, answer.resources, seconds, reason,
+                            model=dict(answer.model))
+        case Unknown():
+            return VCResult(vc, "unknown", digest, None, None, seconds, f"solvers gave up: {answer.reason}")
+    raise AssertionError(f"unexpected prover answer {answer!r}")
+
+
+def _write_smtlib(vc: VC, digest: str, query: Any, kernel: N.Kernel, directory: Path) -> None:
+    from argus.smt.smtlib import query_to_smtlib
+
+    consts = "-".join(f"{k}={v}" for k, v in kernel.consts)
+    folder = directory / (kernel.name + (f"[{consts}]" if consts else ""))
+    folder.mkdir(parents=True, exist_ok=True)
+    comment = f"{vc.id}: {vc.describe()} (sha256 {digest})"
+    safe = vc.id.replace("#", "-").replace("@", "-L")
+    (folder / f"{safe}.smt2").write_text(query_to_smtlib(query, model=True, comment=comment))
+
+
+def _judge_lemma(result: VCResult, analysis: Analysis) -> None:
+    """A witness lemma that fails says why reads through that write cannot be resolved."""
+    if result.verdict != "refuted" or result.model is None:
+        return
+    vc, model = result.vc, result.model
+    writer = vc.roles.get("writer")
+    differ = []
+    for name, var in vc.roles.get("variables", {}).items():
+        try:
+            if evaluate(vc.roles["witness"][name], model) != evaluate(var, model):
+                differ.append(name)
+        except EvaluationError:
+            differ.append(name)
+    loops = {lp.var.name: lp for lp in vc.site.loops}
+    if any(n in loops for n in differ):
+        loop = loops[next(n for n in differ if n in loops)]
+        reason = (f"loop at {loop.op.loc} needs an invariant: two iterations of {writer.describe()} "
+                  f"write the same element of %{writer.view.buffer.name}")
+    elif analysis.tid.name in differ:
+        reason = (f"two threads write the same element of %{writer.view.buffer.name} at {writer.describe()} "
+                  "(a write-write race); reads of it cannot be resolved")
+    else:
+        reason = (f"two elements written by {writer.describe()} land on one address of "
+                  f"%{writer.view.buffer.name}; reads of it cannot be resolved")
+    result.verdict, result.reason = "unknown", reason
+
+
+def _judge(result: VCResult, lemmas: dict[int, VCResult], analysis: Analysis, kernel: N.Kernel,
+           replay: bool, minimize: bool, prover: Prover) -> None:
+    vc = result.vc
+    weak = [lemmas[i] for i in sorted(vc.lemmas) if i in lemmas and lemmas[i].verdict != "proved"]
+    trusted = vc.exact and not weak
+    if result.verdict == "proved" and weak:
+        first = weak[0]
+        result.verdict = "unknown"
+        result.reason = f"relies on {first.vc.id} ({first.verdict}): {first.reason}"
+        return
+    if result.verdict != "refuted" or result.model is None:
+        return
+    model = result.model
+    if minimize:
+        solver = getattr(prover, "solver", None) or "z3"
+        model = CX.minimize(vc, analysis, model, solver=solver if solver in ("z3", "cvc5") else "z3")
+    cx = CX.build(vc, analysis, model)
+    result.counterexample = cx
+    if not replay:
+        if not trusted:
+            result.verdict = "unknown"
+            result.reason = "model of an approximated encoding (replay disabled): " + "; ".join(
+                vc.approximations or [w.reason or "" for w in weak])
+        return
+    cx.replay = CX.replay(kernel, cx)
+    status = cx.replay.status
+    if status == "reproduced":
+        return
+    if trusted and status in ("not-replayable", "different", "skipped"):
+        return
+    if trusted:
+        result.verdict = "error"
+        result.reason = (f"internal error: the counterexample does not replay ({status}: {cx.replay.detail}); "
+                         "please report this kernel")
+        return
+    why = "; ".join(vc.approximations) or "; ".join(f"{w.vc.id}: {w.reason}" for w in weak)
+    result.verdict = "unknown"
+    result.reason = f"a possible violation the interpreter does not confirm ({status}); the encoding approximates: {why}"
