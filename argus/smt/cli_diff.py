@@ -94,6 +94,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gap", type=float, default=10.0, help="performance gap ratio to report (default 10)"
     )
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="reuse solver contexts between queries (faster; by default every query gets a "
+        "fresh context, as a stock solver run on a reproducer file would)",
+    )
     parser.add_argument("--out", metavar="DIR", help="write minimized reproducers to DIR")
     parser.add_argument(
         "--no-minimize", action="store_true", help="keep findings at their original size"
@@ -185,7 +191,9 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     console = Console(stderr=True)
-    with Portfolio(solvers, rlimit=rlimits, wall_clock_s=args.timeout, options=options) as p:
+    with Portfolio(
+        solvers, rlimit=rlimits, wall_clock_s=args.timeout, options=options, isolated=not args.warm
+    ) as p:
         campaign = Campaign(
             p,
             oracle_points=args.oracle_points,

@@ -21,7 +21,10 @@ When no solver gives a usable answer the result is :class:`~argus.smt.results.Un
 one reason per solver.  ``unknown`` is never a pass: only ``Proved`` is truthy.
 
 Limits: ``rlimit`` (per solver; z3 ``rlimit``, cvc5 ``rlimit-per``) decides ``unknown``
-reproducibly.  ``wall_clock_s`` is a safety net: the solver is told to stop itself at that
+reproducibly: by default every one-shot query is checked in a fresh solver context, where
+resource counts depend on the query alone (a warm context's counts shift with the queries
+it answered before; ``isolated=False`` trades that for speed, and incremental sessions are
+reproducible for a given sequence of operations).  ``wall_clock_s`` is a safety net: the solver is told to stop itself at that
 time and its worker is killed (and restarted for the next query) at ``wall_clock_s +
 grace_s``; both are reported as reason ``timeout``.  A worker that dies (crash, native abort,
 ``kill``) is reported as reason ``crash`` and restarted on the next query; incremental
@@ -134,7 +137,10 @@ class Portfolio:
 
     ``solvers`` are registered backend names (:func:`argus.smt.worker.register_backend`);
     ``rlimit`` is one number for every solver or a ``{solver: units}`` mapping (0 = none;
-    default :data:`DEFAULT_RLIMIT`); ``options`` maps a solver to its ``{option: value}``
+    default :data:`DEFAULT_RLIMIT`); ``isolated`` (the default) checks every one-shot query
+    in a solver context of its own, so its resource use, and hence an ``unknown`` from the
+    resource limit, does not depend on the queries answered before; ``isolated=False``
+    reuses warm contexts (faster; resource counts then shift slightly with history); ``options`` maps a solver to its ``{option: value}``
     (z3 parameters, cvc5 options; validated when the worker starts: a bad name raises
     :class:`~argus.errors.ArgusError`).  Workers start on :meth:`start` or on entering the
     ``with`` block.  A portfolio serves one caller at a time (it is not thread-safe).
@@ -148,6 +154,7 @@ class Portfolio:
         wall_clock_s: float = 20.0,
         grace_s: float = 0.5,
         options: Mapping[str, Mapping[str, Any]] | None = None,
+        isolated: bool = True,
         startup_timeout_s: float = 60.0,
     ) -> None:
         specs = [backend_spec(s) for s in solvers]
@@ -181,6 +188,7 @@ class Portfolio:
             raise ArgusError("wall_clock_s must be positive (it is the safety net)")
         self.wall_clock_s = float(wall_clock_s)
         self.grace_s = float(grace_s)
+        self.isolated = bool(isolated)
         self._qids = itertools.count(1)
         self._session_ids = itertools.count(1)
         self._sessions: dict[int, PortfolioSession] = {}
@@ -283,7 +291,8 @@ class Portfolio:
     def _query_check(
         self, qid: int, worker: Worker, query: Query, core: bool, model: bool
     ) -> Check:
-        return Check(qid, self._limits(worker.name), query, model=model, core=core)
+        limits = self._limits(worker.name)
+        return Check(qid, limits, query, model=model, core=core, fresh=self.isolated)
 
     def _limits(self, solver: str) -> Limits:
         return Limits(self.rlimits[solver], self.wall_clock_s)

@@ -104,6 +104,9 @@ class Check:
     session: int = 0
     model: bool = True
     core: bool = False
+    #: check ``query`` in a context of its own instead of a warm scratch context, so that
+    #: its resource use does not depend on the queries the worker answered before
+    fresh: bool = False
 
 
 @dataclass(frozen=True)
@@ -165,8 +168,10 @@ class Backend(ABC):
         """The solver's version string (goes into reports and reproducer headers)."""
 
     @abstractmethod
-    def check_query(self, query: Any, limits: Limits, *, model: bool, core: bool) -> SolverRun:
-        """Check one query statelessly (``seconds`` is filled in by the worker)."""
+    def check_query(
+        self, query: Any, limits: Limits, *, model: bool, core: bool, fresh: bool = False
+    ) -> SolverRun:
+        """Check one query statelessly; ``fresh``: in a new context (see :class:`Check`)."""
 
     @abstractmethod
     def open(self, session: int) -> None:
@@ -201,8 +206,15 @@ class Backend(ABC):
     def reset(self) -> None:  # noqa: B027 - optional hook
         """Forget the stateless contexts (after a failure inside one)."""
 
+    def idle(self) -> None:  # noqa: B027 - optional hook
+        """Called when no request is waiting: a chance to prepare work ahead of time."""
+
+    def begin(self) -> None:  # noqa: B027 - optional hook
+        """A new request starts: forget interrupts meant for earlier ones."""
+
     def interrupt(self) -> None:  # noqa: B027 - optional hook
-        """Stop the running check as soon as possible (called from another thread)."""
+        """Stop the running check as soon as possible (called from another thread, possibly
+        before the check has started, and possibly several times)."""
 
 
 def _option_value(text: str) -> Any:
@@ -252,6 +264,8 @@ class SessionBackend(Backend):
             k: (_option_value(v) if solver == "z3" else v) for k, v in self.options.items()
         }
         self._scratch: list[_Scratch] = []  # most recently used last
+        self._spare: tuple[tuple[str, int], Any] | None = None  # a pre-built fresh context
+        self._spare_key: tuple[str, int] | None = None
         self._sessions: dict[int, Any] = {}
         self._running: Any = None
         self._interrupted = False
@@ -306,9 +320,11 @@ class SessionBackend(Backend):
         self._scratch.append(slot)  # most recently used last
         return slot.session
 
-    def check_query(self, query: Any, limits: Limits, *, model: bool, core: bool) -> SolverRun:
+    def check_query(
+        self, query: Any, limits: Limits, *, model: bool, core: bool, fresh: bool = False
+    ) -> SolverRun:
         try:
-            return self._check_query(query, limits, model=model, core=core)
+            return self._check_query(query, limits, model=model, core=core, fresh=fresh)
         except Exception as err:
             self.reset()
             if query.logic == "ALL":
@@ -316,14 +332,32 @@ class SessionBackend(Backend):
             # Did the solver refuse the query only because of its declared logic?  Then the
             # logic is wrong (argus's side), not the solver: report an error, not a crash.
             try:
-                self._check_query(replace(query, logic="ALL"), limits, model=False, core=False)
+                self._check_query(
+                    replace(query, logic="ALL"), limits, model=False, core=False, fresh=True
+                )
             except Exception:
-                self.reset()
                 raise err from None
             message = f"rejected in the declared logic {query.logic}: {_first_line(err)}"
             return SolverRun(self.solver, "unknown", "error", message)
 
-    def _check_query(self, query: Any, limits: Limits, *, model: bool, core: bool) -> SolverRun:
+    def _check_query(
+        self, query: Any, limits: Limits, *, model: bool, core: bool, fresh: bool
+    ) -> SolverRun:
+        if fresh:
+            key = (query.logic, limits.rlimit)
+            spare, self._spare = self._spare, None
+            if spare is not None and spare[0] == key:
+                session = spare[1]
+            else:
+                if spare is not None:
+                    spare[1].close()
+                session = self._new_session(*key)
+            self._spare_key = key
+            try:
+                session.add_query(query)
+                return self._check(session, (), limits, model=model, core=core)
+            finally:
+                session.close()
         session = self._scratch_session(query, limits.rlimit)
         session.push()
         try:
@@ -332,7 +366,17 @@ class SessionBackend(Backend):
         finally:
             session.pop()
 
+    def idle(self) -> None:
+        """Build the next fresh context ahead of time (a new, empty session is as fresh as
+        one built on demand), for the logic and limit of the last isolated check."""
+        if self._spare is None and self._spare_key is not None:
+            self._spare = (self._spare_key, self._new_session(*self._spare_key))
+
     def reset(self) -> None:
+        if self._spare is not None:
+            with contextlib.suppress(Exception):
+                self._spare[1].close()
+            self._spare = None
         for slot in self._scratch:
             with contextlib.suppress(Exception):
                 slot.session.close()
@@ -371,8 +415,10 @@ class SessionBackend(Backend):
     # -- the check itself
 
     def _check(self, session: Any, assumptions: Any, limits: Limits, *, model: bool, core: bool):
-        self._interrupted = False
         self._running = session
+        if self._interrupted:  # cancelled while the query was being set up
+            self._running = None
+            return SolverRun(self.solver, "unknown", "cancelled", "interrupted before the check")
         try:
             answer = session.check(
                 list(assumptions),
@@ -412,10 +458,13 @@ class SessionBackend(Backend):
             answer.core,
         )
 
+    def begin(self) -> None:
+        self._interrupted = False
+
     def interrupt(self) -> None:
+        self._interrupted = True
         session = self._running
         if session is not None:
-            self._interrupted = True
             session.interrupt()
 
 
@@ -515,21 +564,30 @@ class _Cancellation:
             if self.cancelled(qid):
                 return False
             self.running = qid
+            self.backend.begin()
             return True
 
     def finish(self) -> None:
         with self.lock:
             self.running = None
 
+    #: while a cancelled check is still running, interrupt it again this often (seconds):
+    #: an interrupt that lands before the solver starts checking may be forgotten by it
+    REPEAT_S = 0.05
+
     def watch(self) -> None:
-        """Watchdog thread: on every wake-up, interrupt the running check if it is cancelled."""
+        """Watchdog thread: interrupt the running check once it is cancelled (and keep at it
+        until the check returns)."""
+        repeating = False
         while True:
             try:
-                self.wake.recv_bytes()
+                if self.wake.poll(self.REPEAT_S if repeating else None):
+                    self.wake.recv_bytes()
             except (EOFError, OSError):
                 return
             with self.lock:
-                if self.running is not None and self.cancelled(self.running):
+                repeating = self.running is not None and self.cancelled(self.running)
+                if repeating:
                     with contextlib.suppress(Exception):
                         self.backend.interrupt()
 
@@ -561,6 +619,9 @@ def _serve(conn: Any, wake: Any, cancel_through: Any, spec: BackendSpec) -> None
             conn.send(reply)
         except (BrokenPipeError, OSError):
             return
+        if not conn.poll():
+            with contextlib.suppress(Exception):
+                backend.idle()
 
 
 def _run_check(backend: Backend, cancellation: _Cancellation, request: Check, name: str) -> Reply:
@@ -570,7 +631,11 @@ def _run_check(backend: Backend, cancellation: _Cancellation, request: Check, na
     try:
         if request.query is not None:
             run = backend.check_query(
-                request.query, request.limits, model=request.model, core=request.core
+                request.query,
+                request.limits,
+                model=request.model,
+                core=request.core,
+                fresh=request.fresh,
             )
         else:
             run = backend.check(

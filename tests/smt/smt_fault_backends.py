@@ -50,14 +50,15 @@ class FaultyBackend(SessionBackend):
         self.delay_s = delay_s
         self.trigger = trigger
 
-    def check_query(self, query: Query, limits, *, model: bool, core: bool) -> SolverRun:
+    def check_query(self, query: Query, limits, *, model: bool, core: bool, fresh=False):
+        def solve(q: Query = query) -> SolverRun:
+            return SessionBackend.check_query(self, q, limits, model=model, core=core, fresh=fresh)
+
         if self.trigger is not None and self.trigger not in query.variables():
-            return super().check_query(query, limits, model=model, core=core)
+            return solve()
         if self.fault == "div0_is_zero":
-            query = _div0_is_zero(query)
-        return self._faulty(
-            lambda: super(FaultyBackend, self).check_query(query, limits, model=model, core=core)
-        )
+            return self._faulty(lambda: solve(_div0_is_zero(query)))
+        return self._faulty(solve)
 
     def check(self, session, assumptions, limits, *, model, core) -> SolverRun:
         return self._faulty(

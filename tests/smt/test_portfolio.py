@@ -100,6 +100,17 @@ def test_resource_limit_decides_unknown_reproducibly():
     assert not first.timed_out
 
 
+def test_isolated_resource_use_does_not_depend_on_history(portfolio):
+    query = Query.of(eq((IDX * 3 + K) % 8, 5), IDX > 40, K < 0)
+    first = portfolio.run_all(query)
+    for offset in range(12):  # other queries in between
+        portfolio.prove([IDX < N], (IDX + offset) // 2 < 64 + offset)
+    again = portfolio.run_all(query)
+    for solver in ("z3", "cvc5"):
+        assert first[solver].status == again[solver].status == "sat"
+        assert first[solver].resources == again[solver].resources > 0
+
+
 def test_worker_killed_mid_query_is_reported_and_next_query_works():
     with Portfolio(["cvc5"], rlimit=0, wall_clock_s=20.0) as p:
         pid = p.workers["cvc5"].pid

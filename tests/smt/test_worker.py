@@ -96,18 +96,22 @@ def test_queued_checks_cancelled_before_they_start_are_skipped(worker):
     assert time.monotonic() - started < 2.0
 
 
-def test_z3_is_interrupted_in_process():
+@pytest.mark.parametrize("delay_s", [0.0, 0.001, 0.005, 0.3])
+def test_z3_is_interrupted_in_process(delay_s):
+    """However early the cancel lands (before the check starts, while the query is being
+    translated, or mid-search), z3 stops at once."""
     w = Worker(backend_spec("z3"))
     w.start()
     try:
-        w.send(check(1, HARD, wall=60.0), None)
-        time.sleep(0.3)
-        started = time.monotonic()
-        w.cancel_through(1)
-        reply = w.receive()
-        assert reply.run.reason == "cancelled"
-        assert time.monotonic() - started < 1.0
-        assert w.request(check(2, SAT)).run.status == "sat"
+        for qid in (1, 2):
+            w.send(check(qid, HARD, wall=60.0), None)
+            time.sleep(delay_s)
+            started = time.monotonic()
+            w.cancel_through(qid)
+            reply = w.receive()
+            assert reply.run.reason == "cancelled"
+            assert time.monotonic() - started < 1.0
+        assert w.request(check(3, SAT)).run.status == "sat"
     finally:
         w.stop()
 
