@@ -15,8 +15,9 @@ Execution model
 
 Dynamic checks, each reported as an :class:`InterpreterError` with the block, thread, element
 and program point: out-of-bounds accesses, reads of never-written registers or shared memory,
-shared-memory races (a conflicting pair of accesses by different threads with no barrier
-between them — happens-before is tracked with barrier epochs, not inferred from values),
+shared-memory races (a conflicting pair of accesses by different threads that no barrier, mbarrier
+phase or async-group wait orders — happens-before is tracked with vector clocks in
+:mod:`argus.ir.happens_before`, not inferred from values),
 global-memory write conflicts between blocks, barriers reached by only part of a block,
 deadlock, and violated tag assertions.  Tags are tracked on concrete elements as records of
 integers (``None`` is ⊥, untagged).
@@ -34,6 +35,7 @@ import sympy
 from argus import symbolic
 from argus.errors import ArgusError, SourcePosition
 from argus.ir import nodes as N
+from argus.ir.happens_before import HappensBefore
 
 WARP = 32
 MAX_TAG_FIELDS = 8
@@ -163,7 +165,8 @@ class Memory:
     tag_fields: np.ndarray  # int64 [size, MAX_TAG_FIELDS]
     tag_count: np.ndarray  # int64 [size]; -1 = untagged
     tag_names: np.ndarray  # object [size]
-    # race shadow state (shared memory: per element; global: writer block)
+    # barrier-epoch shadow state that atomics (interp_mma) are checked against; every other
+    # ordering question is answered by the vector clocks of argus.ir.happens_before
     last_writer: np.ndarray | None = None
     write_epoch: np.ndarray | None = None
     readers_epoch: np.ndarray | None = None
@@ -221,6 +224,14 @@ def handles(op_type: type):
         return fn
 
     return register
+
+
+COPY_HANDLERS: dict[str, Any] = {}
+"""Copy atom name -> handler (same signature as :data:`HANDLERS`) for copies that are not plain
+synchronous element moves (``cp.async``, ``tma.load``, ``tma.store``...)."""
+
+BLOCK_EXIT_HOOKS: list[Any] = []
+"""``hook(block_run)`` called when every warp of a block finished (checks of pending async state)."""
 
 
 class Blocked:
@@ -351,6 +362,7 @@ class _BlockRun:
         self.threads = interp.kernel.launch.threads
         self.memories: dict[str, Memory] = dict(state.globals)
         self.epoch = 0  # incremented at each completed block barrier
+        self.hb = HappensBefore(self.threads, block)  # vector clocks and race shadow state
         self.size_key = tuple(sorted((s.name, v) for s, v in state.sizes.items()))
         self.base_env: dict[sympy.Symbol, Any] = dict(state.sizes)
         for sym, value in zip(interp.kernel.block_ids, block):
@@ -390,6 +402,10 @@ class _BlockRun:
             if not progressed and len(done) < warps:
                 waiting = sorted(blocked)
                 first = blocked[waiting[0]] if waiting else None
+                for w in waiting:  # a wait that can explain why it never completes (mbarriers)
+                    explain = getattr(blocked[w], "diagnose", None)
+                    if explain is not None:
+                        raise InterpreterError(explain(self, waiting, sorted(done)))
                 raise InterpreterError(Violation(
                     "deadlock",
                     f"warps {waiting} wait at barriers that can never complete"
@@ -399,6 +415,8 @@ class _BlockRun:
                     position=first.op.loc if first is not None else None,
                     op=first.op.kind if first is not None else None,
                 ))
+        for hook in BLOCK_EXIT_HOOKS:
+            hook(self)
 
     def _release(self, blocked: dict[int, Blocked], done: set[int], warps: int) -> bool:
         if not blocked:
@@ -410,6 +428,14 @@ class _BlockRun:
         released = False
         for barrier_id, ws in by_id.items():
             expected = blocked[ws[0]].participants or self.threads
+            for w in ws[1:]:
+                if (blocked[w].participants or self.threads) != expected:
+                    b = blocked[w]
+                    raise InterpreterError(Violation(
+                        "barrier", f"barrier {barrier_id} is reached with {b.participants or self.threads} declared "
+                        f"participants here and {expected} by warp {ws[0]}", block=self.block,
+                        thread=int(b.lanes[0]), other_thread=int(blocked[ws[0]].lanes[0]), position=b.op.loc,
+                        op=b.op.kind))
             arrived = sum(len(blocked[w].lanes) for w in ws)
             if arrived >= expected:
                 if arrived > expected:
@@ -417,12 +443,10 @@ class _BlockRun:
                     raise InterpreterError(Violation(
                         "barrier", f"barrier {barrier_id} declares {expected} participants but {arrived} threads arrived",
                         block=self.block, thread=int(b.lanes[0]), position=b.op.loc, op=b.op.kind))
+                self.hb.barrier(np.concatenate([blocked[w].lanes for w in ws]))  # orders its participants only
                 for w in ws:
                     del blocked[w]
-                if barrier_id == 0 or expected == self.threads:
-                    self.epoch += 1
-                else:
-                    self.epoch += 1  # a named barrier orders its participants; conservative epoch step
+                self.epoch += 1
                 released = True
             elif len(done) + len(blocked) == warps and not any(
                     b.barrier_id != barrier_id for b in blocked.values()) and done:
@@ -443,9 +467,17 @@ class _BlockRun:
             yield None  # a scheduling point: warps interleave op by op
 
     def _op(self, op: N.Op, env: dict, mask: np.ndarray, lanes: np.ndarray) -> Iterator[Any]:
+        if op.elected is not None:  # a single-issuer op: only the elected thread executes it
+            mask = mask & np.broadcast_to(np.asarray(self._eval(op.elected, env), bool), lanes.shape)
+            if not mask.any():
+                return
         match op:
             case N.Alloc(buffer=buffer):
                 self._alloc(buffer)
+            case N.Copy() if op.atom in COPY_HANDLERS:
+                result = COPY_HANDLERS[op.atom](self, op, env, mask, lanes)
+                if result is not None:
+                    yield from result
             case N.Copy():
                 self._copy(op, env, mask, lanes)
             case N.Fill(dst=dst, value=value):
@@ -606,6 +638,8 @@ class _BlockRun:
                 f"outside 0..{size - 1}",
                 block=self.block, thread=int(lanes[lane]), element=coords[element],
                 position=op.loc, op=op.kind))
+        if track:  # first: a read of in-flight async data is reported as such, not as uninitialized
+            self._check_race(op, mem, view, addr, ok, lanes, write)
         if not write and check_init:
             idx = self._index(mem, addr, ok)
             initialized = mem.written[idx]
@@ -617,8 +651,6 @@ class _BlockRun:
                     f"read of %{view.buffer.name}[{int(addr[where[0], where[1]])}] before any write",
                     block=self.block, thread=int(lanes[where[0]]), element=coords[where[1]],
                     position=op.loc, op=op.kind))
-        if track:
-            self._check_race(op, mem, view, addr, ok, lanes, write)
         return mem, addr, ok
 
     def _check_race(self, op: N.Op, mem: Memory, view: N.View, addr: np.ndarray, ok: np.ndarray,
@@ -642,40 +674,21 @@ class _BlockRun:
                         block=self.block, thread=int(threads[i]), position=op.loc, op=op.kind))
                 owners[a] = self.linear_block
             # within a block, global memory is checked like shared memory
+        self.hb.access(self, op, view, mem, addr, ok, lanes, write)
         epoch = self.epoch
-        same_epoch_write = (mem.write_epoch[a] == epoch) & (mem.last_writer[a] != threads)
-        if same_epoch_write.any():
-            i = int(np.flatnonzero(same_epoch_write)[0])
+        atomic = (mem.write_epoch[a] == epoch) & (mem.last_writer[a] <= -3) & (mem.last_writer[a] != -(threads + 10))
+        if atomic.any():
+            i = int(np.flatnonzero(atomic)[0])
             raise InterpreterError(Violation(
-                "race", f"{'write' if write else 'read'} of %{mem.buffer.name}[{int(a[i])}] conflicts with a "
-                "write by another thread with no barrier between them",
-                block=self.block, thread=int(threads[i]), other_thread=int(mem.last_writer[a[i]]),
+                "race", f"{'write' if write else 'read'} of %{mem.buffer.name}[{int(a[i])}] conflicts with an atomic "
+                "of another thread with no barrier between them", block=self.block, thread=int(threads[i]),
                 position=op.loc, op=op.kind))
         if write:
-            same_epoch_read = (mem.readers_epoch[a] == epoch) & (mem.reader[a] != threads) & (mem.reader[a] >= 0)
-            if same_epoch_read.any():
-                i = int(np.flatnonzero(same_epoch_read)[0])
-                raise InterpreterError(Violation(
-                    "race", f"write of %{mem.buffer.name}[{int(a[i])}] conflicts with a read by another "
-                    "thread with no barrier between them",
-                    block=self.block, thread=int(threads[i]), other_thread=int(mem.reader[a[i]]),
-                    position=op.loc, op=op.kind))
-            # duplicate writes of one element by two lanes in this very access
-            uniq, counts = np.unique(a, return_counts=True)
-            if (counts > 1).any():
-                dup = uniq[counts > 1][0]
-                ts = threads[a == dup]
-                if len(set(ts.tolist())) > 1:
-                    raise InterpreterError(Violation(
-                        "race", f"threads {int(ts[0])} and {int(ts[1])} write %{mem.buffer.name}[{int(dup)}] "
-                        "in the same operation", block=self.block, thread=int(ts[0]),
-                        other_thread=int(ts[1]), position=op.loc, op=op.kind))
             mem.last_writer[a] = threads
             mem.write_epoch[a] = epoch
         else:
             other = (mem.readers_epoch[a] == epoch) & (mem.reader[a] != threads)
-            # keep one reader per element per epoch; a second distinct reader is marked -2 (several)
-            mem.reader[a] = np.where(other, -2, threads)
+            mem.reader[a] = np.where(other, -2, threads)  # one reader per element and epoch, -2: several
             mem.readers_epoch[a] = epoch
 
     def _tags_of(self, mem: Memory, addr: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -862,4 +875,5 @@ def _convert(numerics: Any, src: Any, dst: Any, values: np.ndarray, rounding: st
 
 
 # handlers implemented in their own modules register themselves on import
+from argus.ir import interp_async as _interp_async  # noqa: E402,F401
 from argus.ir import interp_mma as _interp_mma  # noqa: E402,F401

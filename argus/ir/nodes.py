@@ -303,8 +303,16 @@ class MbarrierArrive(Op):
 
 @dataclass(frozen=True, kw_only=True)
 class MbarrierWait(Op):
+    """Wait until the phase of ``bar`` with parity ``parity`` has completed (``try_wait.parity``).
+
+    ``phase``, when known, is the phase number the waiter means (``parity == phase % 2``): the
+    interpreter and the verifier then also check that the waiter is at most one phase behind.
+    """
+
     bar: View
     parity: Expr
+    phase: Expr | None = None
+    handle: Handle | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -316,11 +324,16 @@ class AsyncCommit(Op):
 
 @dataclass(frozen=True, kw_only=True)
 class AsyncWait(Op):
-    """Wait until at most ``pending`` groups of ``kind`` are outstanding (completes ``handles``)."""
+    """Wait until at most ``pending`` groups of kind ``group`` are outstanding (completes ``handles``).
 
-    kind: HandleKind
+    ``read``: for TMA-store groups, wait only until their shared-memory sources have been read
+    (``cp.async.bulk.wait_group.read``); their global writes complete later.
+    """
+
+    group: HandleKind
     pending: int
     handles: tuple[Handle, ...] = ()
+    read: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -44,6 +44,29 @@ from argus.ir.dtypes import (
 from argus.ir.dtypes import (
     U32 as u32,
 )
+from argus.spec.async_ops import (
+    AsyncGroup,
+    Mbarrier,
+    Stage,
+    arrive,
+    arrive_expect_tx,
+    cluster_barrier,
+    cp_async,
+    cp_async_commit,
+    cp_async_wait,
+    expect_tx,
+    fence_proxy_async,
+    mbarrier,
+    mbarrier_init,
+    named_barrier,
+    tma_load,
+    tma_store,
+    tma_store_commit,
+    tma_store_wait,
+    transaction_bytes,
+    wait,
+    warp_role,
+)
 from argus.spec.builder import SpecError
 from argus.spec.kernel import Global, Index, Kernel, aligned, const, kernel, kernel_hash, no_alias
 from argus.spec.ops import (
@@ -100,4 +123,10 @@ __all__ = [
 __all__ += [
     "atomic_add", "broadcast", "mma", "mma_atom", "mma_fragment", "mma_partition", "reduce", "retile",
     "shuffle", "warp_reduce",
+]
+__all__ += [
+    "AsyncGroup", "Mbarrier", "Stage", "arrive", "arrive_expect_tx", "cluster_barrier", "cp_async",
+    "cp_async_commit", "cp_async_wait", "expect_tx", "fence_proxy_async", "mbarrier", "mbarrier_init",
+    "named_barrier", "tma_load", "tma_store", "tma_store_commit", "tma_store_wait", "transaction_bytes",
+    "wait", "warp_role",
 ]

@@ -219,7 +219,9 @@ class Kernel:
         with B.tracing(builder):
             self._rewritten(**arguments)
             body = builder.root_region()
-        return N.Kernel(
+        from argus.ir.policies import apply_policies  # pipeline= and unroll= loops become plain IR
+
+        return apply_policies(N.Kernel(
             name=self.name,
             params=tuple(params),
             consts=consts,
@@ -227,7 +229,7 @@ class Kernel:
             assumptions=tuple(assumptions),
             body=body,
             loc=self.position,
-        )
+        ))
 
     def _global_param(self, name: str, index: int, spec: GlobalSpec, sizes: dict[str, sympy.Symbol],
                       consts: dict[str, Any]) -> Tensor:

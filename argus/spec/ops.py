@@ -126,7 +126,9 @@ def range(*args: Any, pipeline: int | None = None, unroll: int | bool | None = N
 
     The body is traced once with a symbolic counter (an IR ``For``), unless the bounds are
     constants and ``unroll=True``, in which case it is unrolled at trace time.  ``pipeline=S``
-    asks the pipelining policy for an S-stage software pipeline.
+    asks the pipelining policy (:mod:`argus.ir.policies`) for an S-stage software pipeline; the
+    loop then yields ``(k, stage)``, the stage handle giving the buffer slot and mbarrier phase.
+    ``unroll=k`` (an int) asks the unrolling policy to unroll the traced loop k times.
     """
     builder = B.current()
     loc = builder.position()
@@ -152,7 +154,12 @@ def _traced_loop(builder: B.Builder, loc: Any, start: Any, stop: Any, step: int,
     caller = sys._getframe(2)
     before = _snapshot(caller)
     builder.open_region(loc, "range loop")
-    yield var
+    if pipeline is None:
+        yield var
+    else:  # the iteration and its stage handle (argus.spec.async_ops.Stage)
+        from argus.spec.async_ops import Stage
+
+        yield var, Stage(symbolic.normalize(var - start), pipeline)
     _carry(before, _snapshot(sys._getframe(2)), "loop", frozenset({var}))
     body = builder.close_region()
     builder.emit(N.For(var=var, start=start, stop=stop, step=step, body=body, pipeline=pipeline,

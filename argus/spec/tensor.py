@@ -53,6 +53,7 @@ def _modes(layout: Layout) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
 
 def as_index(value: Any, what: str) -> Any:
     """An index expression from an int, a sympy integer expression, or a 0-d index tensor."""
+    value = getattr(value, "argus_index", value)  # a pipeline stage handle indexes by its slot
     if isinstance(value, bool):
         raise B.error(f"{what}: a bool is not an index")
     if isinstance(value, int):

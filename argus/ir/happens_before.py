@@ -1,0 +1,364 @@
+"""Happens-before for the reference interpreter: vector clocks and per-element shadow state.
+
+Every thread of a block carries a vector clock (one component per thread, plus one per
+*asynchronous agent*: the copy engine behind an mbarrier, which writes the data of TMA loads).
+An access ``x`` by thread ``u`` is ordered after an earlier access ``y`` by thread ``w`` at ``w``'s
+local time ``s`` exactly when ``clock[u][w] >= s``.  Clocks only move at synchronisation:
+
+==============================  ===========================================================
+block / named barrier           the participants' clocks are joined (each gets the maximum)
+mbarrier arrive                 the arriving thread's clock joins the phase's release clock
+mbarrier phase completion       the phase's release clock gets the agent's new time; the
+                                TMA data of that phase is written by the agent at that time
+mbarrier wait                   the waiter joins the release clock of the phase it observed
+cp.async wait_group             the issuing thread writes its completed copies' data at its
+                                own current time (others see it after a later barrier)
+==============================  ===========================================================
+
+After each release (barrier, arrive) a thread's own component advances, so a later write by it
+is not ordered before threads that synchronised with it earlier.
+
+Shadow state per buffer element: the last writer and its time, the time of the last read by each
+thread (reads are cleared by an ordered write), the pending asynchronous operation that will write
+(or is reading) the element, and for shared memory whether the last generic-proxy write has been
+made visible to the async proxy by a ``fence.proxy.async`` of its writer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from argus.ir import nodes as N
+
+
+@dataclass(eq=False)
+class AsyncRecord:
+    """One issued asynchronous operation whose effect on memory is still pending.
+
+    ``what`` says what completes it (``"group !g0"``, ``"phase 2 of mbarrier %full[1]"``...).
+    """
+
+    kind: str  # "cp.async", "tma.load", "tma.store"
+    op: N.Op
+    thread: int
+    what: str = ""
+    barrier: Any = None  # the mbarrier state a TMA load completes with
+    phase: int | None = None  # the phase of ``barrier`` it joined
+    declared_phase: int | None = None  # the issuer's latest expect-tx phase on ``barrier`` at issue
+    done: bool = False
+    payload: Any = None  # what the handler needs to complete it
+    extra: dict = field(default_factory=dict)
+    id: int = 0  # index in HappensBefore.records
+
+
+@dataclass
+class Shadow:
+    """Happens-before shadow state of one buffer within one block."""
+
+    writer: np.ndarray  # int64 [size]: clock column of the last writer, -1 = none (launch input)
+    write_clock: np.ndarray  # int64 [size]
+    write_record: np.ndarray  # int64 [size]: async record that delivered the data (0 = none)
+    pending_write: np.ndarray  # int64 [size]: async record that will write the element (0 = none)
+    pending_read: np.ndarray  # int64 [size]: async record still reading the element (0 = none)
+    unfenced: np.ndarray | None  # bool [size]: shared memory written by the generic proxy, not fenced
+    read_clock: np.ndarray | None = None  # int32 [size, threads], allocated at the first read
+
+    @staticmethod
+    def create(size: int, shared: bool) -> Shadow:
+        return Shadow(np.full(size, -1, np.int64), np.zeros(size, np.int64), np.zeros(size, np.int64),
+                      np.zeros(size, np.int64), np.zeros(size, np.int64),
+                      np.zeros(size, bool) if shared else None)
+
+
+class HappensBefore:
+    """Vector clocks of one block's threads (and async agents) and the shadow state of its memories."""
+
+    def __init__(self, threads: int, block: tuple[int, ...]) -> None:
+        self.threads = threads
+        self.block = block
+        self.clock = np.zeros((threads, threads), np.int64)
+        np.fill_diagonal(self.clock, 1)
+        self.agent_names: list[str] = []
+        self.agent_time: list[int] = []
+        self.shadows: dict[str, Shadow] = {}
+        self.records: list[AsyncRecord | None] = [None]  # id 0 means "none"
+
+    def violation(self, kind: str, message: str, *, op: N.Op, **where: Any) -> Exception:
+        """The interpreter error for a failed check (block, thread(s), element, program point)."""
+        from argus.ir.interpreter import InterpreterError, Violation
+
+        return InterpreterError(Violation(kind, message, block=self.block, position=op.loc, op=op.kind, **where))
+
+    # ---------------------------------------------------------------- clocks
+
+    @property
+    def width(self) -> int:
+        return self.clock.shape[1]
+
+    def new_agent(self, name: str) -> int:
+        """A new asynchronous agent (a clock column no thread owns); returns its column."""
+        self.clock = np.pad(self.clock, ((0, 0), (0, 1)))
+        self.agent_names.append(name)
+        self.agent_time.append(0)
+        return self.width - 1
+
+    def tick(self, agent: int) -> int:
+        """Advance ``agent``'s time; returns the new time."""
+        i = agent - self.threads
+        self.agent_time[i] += 1
+        return self.agent_time[i]
+
+    def _widen(self, vector: np.ndarray) -> np.ndarray:
+        if len(vector) < self.width:
+            vector = np.pad(vector, (0, self.width - len(vector)))
+        return vector
+
+    def zero(self) -> np.ndarray:
+        return np.zeros(self.width, np.int64)
+
+    def release(self, threads: np.ndarray) -> np.ndarray:
+        """The join of ``threads``' clocks (what a later acquire learns); their own times advance."""
+        joined = self.clock[threads].max(axis=0)
+        self.clock[threads, threads] += 1
+        return joined
+
+    def acquire(self, threads: np.ndarray, vector: np.ndarray) -> None:
+        self.clock[threads] = np.maximum(self.clock[threads], self._widen(vector)[None, :])
+
+    def barrier(self, threads: np.ndarray) -> None:
+        """``threads`` synchronise: each learns everything any of them knew."""
+        threads = np.asarray(threads, np.int64)
+        self.clock[threads] = self.clock[threads].max(axis=0)[None, :]
+        self.clock[threads, threads] += 1
+
+    # ---------------------------------------------------------------- shadow state
+
+    def shadow(self, mem: Any) -> Shadow:
+        name = mem.buffer.name
+        sh = self.shadows.get(name)
+        if sh is None:
+            sh = self.shadows[name] = Shadow.create(mem.values.shape[-1], mem.buffer.space is N.MemorySpace.SHARED)
+        return sh
+
+    def record(self, rec: AsyncRecord) -> int:
+        rec.id = len(self.records)
+        self.records.append(rec)
+        return rec.id
+
+    def pending_records(self) -> list[AsyncRecord]:
+        return [r for r in self.records[1:] if r is not None and not r.done]
+
+    # ---------------------------------------------------------------- checks
+
+    def access(self, run: Any, op: N.Op, view: N.View, mem: Any, addr: np.ndarray, ok: np.ndarray,
+               lanes: np.ndarray, write: bool) -> None:
+        """Check and record an ordinary (synchronous) access by ``lanes`` to ``addr[ok]``."""
+        sh = self.shadow(mem)
+        threads, a, where = self._flat(addr, ok, lanes)
+        if not len(a):
+            return
+        self._check_pending(run, op, view, mem, sh, a, threads, where, write)
+        self._check_ordered(run, op, view, mem, sh, a, threads, where, write)
+        if write:
+            self._check_duplicates(run, op, mem, a, threads)
+            self._record_write(sh, a, threads, self.clock[threads, threads])
+        else:
+            self._record_read(sh, a, threads)
+
+    def async_write_issue(self, run: Any, op: N.Op, view: N.View, mem: Any, addr: np.ndarray, ok: np.ndarray,
+                          lanes: np.ndarray, record: int) -> None:
+        """An asynchronous write is issued: it must be ordered like a write by its issuers now, and
+        the elements are in flight (any access before completion is a violation)."""
+        sh = self.shadow(mem)
+        threads, a, where = self._flat(addr, ok, lanes)
+        if not len(a):
+            return
+        self._check_pending(run, op, view, mem, sh, a, threads, where, True)
+        self._check_ordered(run, op, view, mem, sh, a, threads, where, True)
+        self._check_duplicates(run, op, mem, a, threads)
+        sh.pending_write[a] = record
+
+    def async_read_issue(self, run: Any, op: N.Op, view: N.View, mem: Any, addr: np.ndarray, ok: np.ndarray,
+                         lanes: np.ndarray, record: int) -> None:
+        """An asynchronous read (TMA store source) is issued: checked and recorded as a read now;
+        the elements may not be written until the read completes."""
+        self.access(run, op, view, mem, addr, ok, lanes, write=False)
+        sh = self.shadow(mem)
+        _, a, _ = self._flat(addr, ok, lanes)
+        sh.pending_read[a] = record
+
+    def land(self, mem: Any, a: np.ndarray, writer: int, time: int, record: int) -> None:
+        """The pending write ``record`` to elements ``a`` completes: ``writer`` wrote them at ``time``."""
+        sh = self.shadow(mem)
+        mine = sh.pending_write[a] == record
+        a = a[mine]
+        sh.pending_write[a] = 0
+        sh.writer[a] = writer
+        sh.write_clock[a] = time
+        sh.write_record[a] = record
+        if sh.read_clock is not None:
+            sh.read_clock[a] = 0
+        if sh.unfenced is not None:
+            sh.unfenced[a] = False
+
+    def finish_read(self, mem: Any, a: np.ndarray, record: int) -> None:
+        sh = self.shadow(mem)
+        a = a[sh.pending_read[a] == record]
+        sh.pending_read[a] = 0
+
+    def proxy_fence(self, threads: np.ndarray) -> None:
+        """``fence.proxy.async`` by ``threads``: their generic writes become visible to the async proxy."""
+        for sh in self.shadows.values():
+            if sh.unfenced is not None:
+                sh.unfenced &= ~np.isin(sh.writer, threads)
+
+    def check_async_proxy_read(self, run: Any, op: N.Op, view: N.View, mem: Any, addr: np.ndarray,
+                               ok: np.ndarray, lanes: np.ndarray, reader: str) -> None:
+        """A TMA store / wgmma reads shared memory through the async proxy: every element written by
+        an ordinary store must have been fenced (``fence.proxy.async``) by its writer."""
+        sh = self.shadow(mem)
+        if sh.unfenced is None:
+            return
+        threads, a, where = self._flat(addr, ok, lanes)
+        bad = sh.unfenced[a]
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise self.violation(
+                "proxy", f"{reader} reads %{mem.buffer.name}[{int(a[i])}] written by thread {int(sh.writer[a[i]])} "
+                "through ordinary stores with no fence.proxy.async between the write and this read",
+                thread=int(threads[i]), other_thread=int(sh.writer[a[i]]), element=self._element(run, view, where, i),
+                op=op)
+
+    # ---------------------------------------------------------------- internals
+
+    @staticmethod
+    def _flat(addr: np.ndarray, ok: np.ndarray, lanes: np.ndarray):
+        threads = np.broadcast_to(np.asarray(lanes, np.int64)[:, None], addr.shape)[ok]
+        where = np.argwhere(ok)
+        return threads, addr[ok].astype(np.int64), where
+
+    @staticmethod
+    def _element(run: Any, view: N.View, where: np.ndarray, i: int):
+        _, coords = run._elements(view)
+        return coords[int(where[i][1])]
+
+    def describe_writer(self, sh: Shadow, element: int) -> str:
+        w = int(sh.writer[element])
+        if w < self.threads:
+            return f"thread {w}"
+        rec = self.records[int(sh.write_record[element])]
+        origin = f", issued by thread {rec.thread} at {rec.op.loc}" if rec is not None else ""
+        return f"the {self.agent_names[w - self.threads]}{origin}"
+
+    def _check_pending(self, run: Any, op: N.Op, view: N.View, mem: Any, sh: Shadow, a: np.ndarray,
+                       threads: np.ndarray, where: np.ndarray, write: bool) -> None:
+        pending = sh.pending_write[a]
+        if pending.any():
+            i = int(np.flatnonzero(pending)[0])
+            rec = self.records[int(pending[i])]
+            kind, reason = classify_in_flight(self, rec, int(threads[i]))
+            raise self.violation(
+                kind, f"{'write' if write else 'read'} of %{mem.buffer.name}[{int(a[i])}] while the {rec.kind} issued by "
+                f"thread {rec.thread} at {rec.op.loc} is in flight (it completes with {rec.what}){reason}",
+                thread=int(threads[i]), other_thread=rec.thread, element=self._element(run, view, where, i), op=op)
+        if write:
+            reading = sh.pending_read[a]
+            if reading.any():
+                i = int(np.flatnonzero(reading)[0])
+                rec = self.records[int(reading[i])]
+                raise self.violation(
+                    "async", f"write of %{mem.buffer.name}[{int(a[i])}] while the {rec.kind} issued by thread "
+                    f"{rec.thread} at {rec.op.loc} may still be reading it (it completes with {rec.what})",
+                    thread=int(threads[i]), other_thread=rec.thread, element=self._element(run, view, where, i), op=op)
+
+    def _check_ordered(self, run: Any, op: N.Op, view: N.View, mem: Any, sh: Shadow, a: np.ndarray,
+                       threads: np.ndarray, where: np.ndarray, write: bool) -> None:
+        w = sh.writer[a]
+        has = w >= 0
+        known = self.clock[threads, np.where(has, w, 0)]
+        unordered = has & (w != threads) & (sh.write_clock[a] > known)
+        if unordered.any():
+            i = int(np.flatnonzero(unordered)[0])
+            writer = int(w[i])
+            kind, reason = "race", " (no barrier, mbarrier wait or group wait between them)"
+            rec = self.records[int(sh.write_record[a[i]])] if writer >= self.threads else None
+            if rec is not None:
+                kind, reason = classify_unobserved(rec, int(threads[i]))
+            raise self.violation(
+                kind, f"{'write' if write else 'read'} of %{mem.buffer.name}[{int(a[i])}] is not ordered after its "
+                f"write by {self.describe_writer(sh, int(a[i]))}{reason}",
+                thread=int(threads[i]), other_thread=writer if writer < self.threads else rec.thread if rec else None,
+                element=self._element(run, view, where, i), op=op)
+        if write and sh.read_clock is not None:
+            reads = sh.read_clock[a]  # [n, threads]
+            unordered = reads > self.clock[threads, : self.threads]
+            unordered[np.arange(len(a)), threads] = False
+            if unordered.any():
+                i, reader = (int(x) for x in np.argwhere(unordered)[0])
+                raise self.violation(
+                    "race", f"write of %{mem.buffer.name}[{int(a[i])}] is not ordered after its read by thread "
+                    f"{reader} (write-after-read: no barrier or mbarrier release/wait between them)",
+                    thread=int(threads[i]), other_thread=reader, element=self._element(run, view, where, i), op=op)
+
+    def _check_duplicates(self, run: Any, op: N.Op, mem: Any, a: np.ndarray, threads: np.ndarray) -> None:
+        uniq, counts = np.unique(a, return_counts=True)
+        if (counts > 1).any():
+            for dup in uniq[counts > 1]:
+                ts = np.unique(threads[a == dup])
+                if len(ts) > 1:
+                    raise self.violation(
+                        "race", f"threads {int(ts[0])} and {int(ts[1])} write %{mem.buffer.name}[{int(dup)}] in the "
+                        "same operation", thread=int(ts[0]), other_thread=int(ts[1]), op=op)
+
+    def _record_write(self, sh: Shadow, a: np.ndarray, threads: np.ndarray, times: np.ndarray) -> None:
+        sh.writer[a] = threads
+        sh.write_clock[a] = times
+        sh.write_record[a] = 0
+        if sh.read_clock is not None:
+            sh.read_clock[a] = 0
+        if sh.unfenced is not None:
+            sh.unfenced[a] = True
+
+    def _record_read(self, sh: Shadow, a: np.ndarray, threads: np.ndarray) -> None:
+        if sh.read_clock is None:
+            sh.read_clock = np.zeros((len(sh.writer), self.threads), np.int32)
+        sh.read_clock[a, threads] = self.clock[threads, threads]
+
+
+def classify_in_flight(hb: HappensBefore, rec: AsyncRecord, thread: int) -> tuple[str, str]:
+    """Why an in-flight element was accessed: ``(violation kind, explanation)``.
+
+    A TMA load completes with a phase of its mbarrier.  If the accessing thread observed the
+    phase just before it, its wait used the wrong parity (``"parity"``); if the copy joined a
+    later phase than the one its issuer declared bytes for, that phase completed before the copy
+    delivered: the expect-tx count is too small (``"expect-tx"``).  Otherwise the wait is missing
+    or comes later (``"async"``).
+    """
+    bar = rec.barrier
+    if rec.kind == "tma.load" and bar is not None:
+        if rec.declared_phase is not None and rec.phase is not None and rec.declared_phase < rec.phase:
+            declared = bar.declared_history.get(rec.declared_phase)
+            return "expect-tx", (f"; its issuer declared {declared} transaction bytes for phase {rec.declared_phase}, "
+                                 f"which completed before this copy delivered, so the copy joined phase {rec.phase}: "
+                                 "the expect-tx byte count is smaller than the bytes of the phase's copies")
+        observed = bar.observed_phase(thread)
+        if observed is not None and rec.phase is not None and observed < rec.phase:
+            return "parity", (f"; thread {thread}'s last wait on {bar.name} returned for phase {observed}, "
+                              f"not phase {rec.phase} that delivers this data (wrong mbarrier parity or phase)")
+    if rec.kind == "cp.async" and not rec.extra.get("committed", True):
+        return "async", "; the copy was never committed, and wait_group completes committed groups only"
+    return "async", ""
+
+
+def classify_unobserved(rec: AsyncRecord, thread: int) -> tuple[str, str]:
+    """Why a thread accessed TMA data without having observed the phase that delivered it."""
+    bar = rec.barrier
+    observed = bar.observed_phase(thread) if bar is not None else None
+    if observed is not None and rec.phase is not None and observed < rec.phase:
+        return "parity", (f": thread {thread}'s last wait on {bar.name} returned for phase {observed}, not phase "
+                          f"{rec.phase} that delivered this data (wrong mbarrier parity or phase)")
+    name = bar.name if bar is not None else "its mbarrier"
+    return "race", f": thread {thread} did not wait for phase {rec.phase} of {name}, which delivered it"
