@@ -68,6 +68,17 @@ class Writer:
 
 
 @dataclass(frozen=True)
+class Witness:
+    """A writer's instance variables as expressions of the address (:data:`TARGET`), and its
+    *latest* loops: loops every iteration of which writes the same addresses, whose counter is
+    the reader's latest preceding iteration instead."""
+
+    values: dict[sympy.Symbol, Any]
+    latest: tuple[Any, ...] = ()
+    monotone: tuple[Any, ...] = ()  # latest loops whose guard must be shown monotone
+
+
+@dataclass(frozen=True)
 class Resolution:
     """What a read sees: its tag, whether the data was ever written, and what that relies on."""
 
@@ -84,6 +95,19 @@ def _merge_deps(parts: Iterable[Resolution]) -> tuple[frozenset[int], tuple[str,
         lemmas |= p.lemmas
         approx.update(dict.fromkeys(p.approximations))
     return frozenset(lemmas), tuple(approx)
+
+
+def _interval(term: T.Term) -> tuple[int | None, int | None]:
+    try:
+        return T.interval(term)
+    except T.TermError:
+        return (None, None)
+
+
+def disjoint(a: tuple[int | None, int | None], b: tuple[int | None, int | None]) -> bool:
+    """Two intervals (``None``: unbounded side) share no integer."""
+    return (a[1] is not None and b[0] is not None and a[1] < b[0]) or (
+        b[1] is not None and a[0] is not None and b[1] < a[0])
 
 
 class Analysis:
@@ -114,6 +138,7 @@ class Analysis:
         self._resolutions: dict[tuple, Resolution] = {}
         self._havoc = itertools.count()
         self._inner: dict[int, Any] = {}
+        self._ranges: dict[int, tuple[int | None, int | None]] = {}
 
     # ---------------------------------------------------------------- the op table
 
@@ -290,27 +315,82 @@ class Analysis:
             out.append(Variable(sym, extent))
         return out
 
-    def witness(self, writer: Writer) -> dict[sympy.Symbol, Any] | str:
-        """The writer's instance variables as expressions of :data:`TARGET` (or why not)."""
+    def witness(self, writer: Writer) -> Witness | str:
+        """How to recover the writer's instance from an address (or why it cannot be)."""
         key = id(writer)
         got = self._witnesses.get(key)
         if got is None:
-            variables = self.instance_variables(writer)
-            names = {v.symbol for v in variables}
-            pinned = {}
-            for cond in writer.site.conditions:
-                for part in sympy.And.make_args(cond.expr):
-                    if isinstance(part, sympy.Eq):
-                        lhs, rhs = part.args
-                        for a, b in ((lhs, rhs), (rhs, lhs)):
-                            if a in names and not (sympy.sympify(b).free_symbols & names):
-                                pinned[a] = b
-            try:
-                got = invert_address(writer.site.expr(view_inner_address(writer.view)), variables, pinned)
-            except NotInvertible as err:
-                got = f"cannot invert the write at {writer.site.describe()}: {err}"
-            self._witnesses[key] = got
+            got = self._witnesses[key] = self._build_witness(writer)
         return got
+
+    def _build_witness(self, writer: Writer) -> Witness | str:
+        site = writer.site
+        variables = self.instance_variables(writer)
+        names = {v.symbol for v in variables}
+        pinned = {}
+        for cond in site.conditions:
+            for part in sympy.And.make_args(cond.expr):
+                if isinstance(part, sympy.Eq):
+                    lhs, rhs = part.args
+                    for a, b in ((lhs, rhs), (rhs, lhs)):
+                        if a in names and not (sympy.sympify(b).free_symbols & names):
+                            pinned[a] = b
+        address = site.expr(view_inner_address(writer.view))
+        latest, monotone = self._latest_loops(writer, sympy.sympify(address).xreplace(pinned), pinned)
+        free = [v for v in variables if v.symbol not in {lp.var for lp in latest}]
+        try:
+            return Witness(invert_address(address, free, pinned), latest, monotone)
+        except NotInvertible as err:
+            return f"cannot invert the write at {site.describe()}: {err}"
+
+    def _latest_loops(self, writer: Writer, address: Any, pinned: dict) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """Loops every iteration of which writes the same addresses (a register or a buffer
+        reused every iteration): their witness is the reader's latest preceding iteration
+        rather than a function of the address.  Returns ``(latest, monotone)``: the second
+        lists those whose guard depends on the counter, so the witness VC must also show that
+        a write in some iteration implies the write in every later one (unless an earlier,
+        unconditional write of the same elements in the same body overwrites older ones)."""
+        site = writer.site
+        loop_vars = {lp.var for lp in site.loops}
+        guard_symbols: set[sympy.Symbol] = set()
+        for g in writer.write.guard:
+            guard_symbols |= sympy.sympify(site.expr(g)).free_symbols
+        for cond in site.conditions:
+            if cond.what != "loop":
+                guard_symbols |= cond.expr.free_symbols
+        latest, monotone = [], []
+        for lp in site.loops:
+            if lp.var in address.free_symbols or lp.var in pinned:
+                continue
+            bounds = sympy.sympify(lp.start).free_symbols | sympy.sympify(lp.stop).free_symbols
+            if bounds & loop_vars:
+                continue
+            if any(lp.var in (sympy.sympify(o.start).free_symbols | sympy.sympify(o.stop).free_symbols)
+                   for o in site.loops):
+                continue
+            latest.append(lp)
+            if lp.var in guard_symbols and not self._overwritten_each_iteration(writer, lp):
+                monotone.append(lp)
+        return tuple(latest), tuple(monotone)
+
+    def _overwritten_each_iteration(self, writer: Writer, loop: Any) -> bool:
+        """Is there an earlier write in the same loop body, of the same elements, that runs
+        in every iteration whenever ``writer`` runs in some iteration?"""
+        site = writer.site
+        mine = site.expr(view_inner_address(writer.view))
+        conditions = {id(c) for c in site.conditions}
+        for other in self.writers.get(writer.view.buffer.name, []):
+            o = other.site
+            if o.index >= site.index or o.loops != site.loops or not other.write.data or other.write.guard:
+                continue
+            if view_extents(other.view) != view_extents(writer.view):
+                continue
+            if o.expr(view_inner_address(other.view)) != mine:
+                continue
+            own = [c for c in o.conditions if c.what != "loop"]
+            if all(id(c) in conditions and loop.var not in c.expr.free_symbols for c in own):
+                return True
+        return False
 
     def writer_params(self, writer: Writer, reader: Instance) -> dict[sympy.Symbol, T.Term]:
         """What a writer's instance shares with the reader: the block, and for registers the thread."""
@@ -321,16 +401,44 @@ class Analysis:
             params[self.tid] = reader.values[self.tid]
         return params
 
-    def witness_instance(self, writer: Writer, address: T.Term, params: dict) -> Instance:
-        exprs = self.witness(writer)
-        assert not isinstance(exprs, str)
+    def witness_instance(self, writer: Writer, address: T.Term, params: dict,
+                         reader: Instance | None = None) -> Instance:
+        """The writer's instance that wrote ``address`` (if any did), as terms."""
+        witness = self.witness(writer)
+        assert not isinstance(witness, str)
         view = writer.view
         target = view.swizzle(address) if view.swizzle is not None else address
         values = dict(params)
         binding = {**params, TARGET: target}
-        for sym, expr in exprs.items():
+        for sym, expr in witness.values.items():
             values[sym] = self.encoder.term(writer.site.expr(expr), binding)
+        if witness.latest:
+            if reader is None:
+                raise EncodingError("a reused write needs its reader")
+            values.update(self._latest_iterations(writer, witness, reader, values))
         return Instance(writer.site, values)
+
+    def _latest_iterations(self, writer: Writer, witness: Witness, reader: Instance,
+                           values: dict) -> dict[sympy.Symbol, T.Term]:
+        common = common_loops(writer.site, reader.site)
+        latest_common = [lp for lp in common if lp in witness.latest]
+        if latest_common and len(latest_common) != len(common):
+            raise EncodingError(f"{writer.site.describe()}: a reused write in loops shared with its reader "
+                                "whose other counters select the element")
+        out: dict[sympy.Symbol, T.Term] = {}
+        for lp in witness.latest:
+            if lp in common:
+                k = reader.values[lp.var]
+                if writer.site.index > reader.site.index:
+                    if len(common) != 1:
+                        raise EncodingError(f"{writer.site.describe()}: a reused write after its reader in "
+                                            "nested loops")
+                    k = T.sub(k, lp.step)
+                out[lp.var] = k
+            else:
+                last = lp.start + lp.step * (lp.trip_count() - 1)
+                out[lp.var] = self.encoder.term(last, {**reader.values, **values})
+        return out
 
     def ranges(self, writer: Writer, inst: Instance) -> T.Term:
         """The witness's thread and element lie in their ranges (loop ranges are in the path)."""
@@ -347,6 +455,18 @@ class Analysis:
         return T.and_(self.path(inst), *(self.value(inst, g) for g in writer.write.guard))
 
     # ---------------------------------------------------------------- resolution
+
+    def address_range(self, writer: Writer) -> tuple[int | None, int | None]:
+        """Bounds of every address ``writer`` may write (from the variables' bounds)."""
+        got = self._ranges.get(id(writer))
+        if got is None:
+            try:
+                inst, _ = self.fresh(writer.site, "#range", view=writer.view)
+                got = T.interval(self.address(inst, writer.view))
+            except (EncodingError, T.TermError):
+                got = (None, None)
+            self._ranges[id(writer)] = got
+        return got
 
     def havoc_tag(self, what: str) -> TG.TagValue:
         n = next(self._havoc)
@@ -376,8 +496,11 @@ class Analysis:
                               approximations=(reason,))
         is_global = buffer.space is N.MemorySpace.GLOBAL
         entries = []  # (writer, hit, instance or None, resolution of its tag)
+        wanted = _interval(address)
         for writer in self.writers.get(buffer.name, []):
             if not (writer.launch or may_precede(writer.site, reader.site)):
+                continue
+            if disjoint(wanted, self.address_range(writer)):
                 continue
             entries.append(self._candidate(writer, reader, address))
         parts = [e[3] for e in entries]
@@ -411,12 +534,12 @@ class Analysis:
     def _candidate(self, writer: Writer, reader: Instance, address: T.Term):
         """``(writer, hit, witness instance, resolution of the written tag)``; the instance is
         ``None`` when the writer could not be inverted (then hit and tag are havocked)."""
-        exprs = self.witness(writer)
-        if isinstance(exprs, str):
+        witness = self.witness(writer)
+        if isinstance(witness, str):
             return (writer, self.havoc_bool("hit"), None,
-                    Resolution(self.havoc_tag("written"), T.TRUE, approximations=(exprs,)))
+                    Resolution(self.havoc_tag("written"), T.TRUE, approximations=(witness,)))
         try:
-            inst = self.witness_instance(writer, address, self.writer_params(writer, reader))
+            inst = self.witness_instance(writer, address, self.writer_params(writer, reader), reader)
             hit = T.and_(self.ranges(writer, inst), T.eq(self.address(inst, writer.view), address),
                          self.guard(writer, inst),
                          T.TRUE if writer.launch else self.precedes(inst, reader))

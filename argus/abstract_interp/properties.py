@@ -28,7 +28,14 @@ from typing import Any
 import sympy
 
 from argus.abstract_interp import memory as M
-from argus.abstract_interp.analysis import Analysis, Resolution, Writer, _merge_deps
+from argus.abstract_interp.analysis import (
+    Analysis,
+    Resolution,
+    Writer,
+    _interval,
+    _merge_deps,
+    disjoint,
+)
 from argus.abstract_interp.encoding import EncodingError, Instance
 from argus.abstract_interp.program import Site, common_loops
 from argus.abstract_interp.vc import VC
@@ -218,6 +225,8 @@ def _races(b: _Builder, site: Site) -> None:
                         and not common_loops(site, other_site):
                     continue
                 second, more = a.fresh(other_site, f"'{other_site.index}", view=other.view, block=block)
+                if disjoint(_interval(a.address(first, acc.view)), _interval(a.address(second, other.view))):
+                    continue
                 conflict = T.and_(a.active(first, acc), a.active(second, other),
                                   T.ne(first.values[a.tid], second.values[a.tid]),
                                   T.eq(a.address(first, acc.view), a.address(second, other.view)),
@@ -235,7 +244,7 @@ def _races(b: _Builder, site: Site) -> None:
               f"the {what} of %{acc.buffer.name} ({acc.role}) does not conflict with another thread's access "
               "between the same barriers", roles)
     for acc in _data_accesses(a, site):
-        if acc.kind != "read" or acc.buffer.space is not N.MemorySpace.GLOBAL:
+        if acc.kind != "read" or acc.buffer.space is not N.MemorySpace.GLOBAL or _single_block(a):
             continue
         writers = [(s, x) for s in a.program.sites for x in _data_accesses(a, s)
                    if x.kind == "write" and x.buffer is acc.buffer]
@@ -245,15 +254,25 @@ def _races(b: _Builder, site: Site) -> None:
         alternatives, conflicts = [], []
         for other_site, other in writers:
             second, more = a.fresh(other_site, f"'{other_site.index}", view=other.view)
+            if disjoint(_interval(a.address(first, acc.view)), _interval(a.address(second, other.view))):
+                continue
             conflict = T.and_(a.active(first, acc), a.active(second, other), _other_block(a, first, second),
                               T.eq(a.address(first, acc.view), a.address(second, other.view)), *more)
             conflicts.append(conflict)
             alternatives.append((conflict, {"other_site": other_site, "other_access": other,
                                             **_roles(a, second, other.view, "other_")}))
+        if not conflicts:
+            continue
         roles = {**_roles(a, first, acc.view), "access": acc, "alternatives": alternatives, "cross_block": True}
         b.add("race", site, hyps, T.not_(T.or_(*conflicts)),
               f"the read of %{acc.buffer.name} ({acc.role}) does not read what another block writes "
               "(blocks are not ordered)", roles)
+
+
+def _single_block(a: Analysis) -> bool:
+    from argus import symbolic
+
+    return all(symbolic.static_value(g) == 1 for g in a.encoder.grid)
 
 
 def _other_block(a: Analysis, first: Instance, second: Instance) -> T.Term:
@@ -263,7 +282,7 @@ def _other_block(a: Analysis, first: Instance, second: Instance) -> T.Term:
 def _write_conflicts(b: _Builder, site: Site) -> None:
     a = b.analysis
     for acc in _data_accesses(a, site):
-        if acc.kind != "write" or acc.buffer.space is not N.MemorySpace.GLOBAL:
+        if acc.kind != "write" or acc.buffer.space is not N.MemorySpace.GLOBAL or _single_block(a):
             continue
         first, hyps = a.fresh(site, view=acc.view)
         alternatives, conflicts = [], []
@@ -272,11 +291,15 @@ def _write_conflicts(b: _Builder, site: Site) -> None:
                 if other.kind != "write" or other.buffer is not acc.buffer:
                     continue
                 second, more = a.fresh(other_site, f"'{other_site.index}", view=other.view)
+                if disjoint(_interval(a.address(first, acc.view)), _interval(a.address(second, other.view))):
+                    continue
                 conflict = T.and_(a.active(first, acc), a.active(second, other), _other_block(a, first, second),
                                   T.eq(a.address(first, acc.view), a.address(second, other.view)), *more)
                 conflicts.append(conflict)
                 alternatives.append((conflict, {"other_site": other_site, "other_access": other,
                                                 **_roles(a, second, other.view, "other_")}))
+        if not conflicts:
+            continue
         roles = {**_roles(a, first, acc.view), "access": acc, "alternatives": alternatives}
         b.add("write-conflict", site, hyps, T.not_(T.or_(*conflicts)),
               f"no other block writes the element of %{acc.buffer.name} this thread writes", roles)
@@ -307,9 +330,16 @@ def _lemma(b: _Builder, writer: Writer) -> None:
     params = {s: v for s, v in inst.values.items() if s in (a.tid, *a.block_ids)} if not writer.launch else {}
     if writer.view.buffer.space is not N.MemorySpace.REGISTER:
         params.pop(a.tid, None)
-    witness = a.witness_instance(writer, a.address(inst, writer.view), params)
-    variables = [v.symbol for v in a.instance_variables(writer)]
+    recipe = a.witness(writer)
+    latest = {lp.var for lp in recipe.latest}
+    witness = a.witness_instance(writer, a.address(inst, writer.view), params, inst)
+    variables = [v.symbol for v in a.instance_variables(writer) if v.symbol not in latest]
     goal = T.and_(*(T.eq(witness.values[s], inst.values[s]) for s in variables))
+    for lp in recipe.monotone:
+        later = T.int_var(f"{lp.var.name}.later")
+        moved = inst.bind({lp.var: later})
+        in_range = a.encoder.term(lp.condition(), {**inst.values, lp.var: later})
+        goal = T.and_(goal, T.implies(T.and_(in_range, T.gt(later, inst.values[lp.var])), a.guard(writer, moved)))
     roles = {**_roles(a, inst, writer.view), "witness": {s.name: witness.values[s] for s in variables},
              "variables": {s.name: inst.values[s] for s in variables}}
     b.add("witness", site, hyps, goal,

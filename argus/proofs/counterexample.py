@@ -177,6 +177,8 @@ class Counterexample:
                 text += f" of block {tuple(o['block'])}"
             if o.get("element") is not None:
                 text += f", element {tuple(o['element'])}"
+            if o.get("iteration"):
+                text += ", iteration " + ", ".join(f"{k}={v}" for k, v in o["iteration"].items())
             if o.get("position"):
                 text += f", at {o['position']} ({o.get('op')})"
             lines.append(text)
@@ -208,6 +210,8 @@ def _plain(v: Any) -> Any:
 def _show_expected(expected: Any) -> str:
     if expected is None:
         return "⊥"
+    if isinstance(expected, dict) and expected and sorted(expected) == list(range(len(expected))):
+        return str(tuple(expected[i] for i in range(len(expected))))
     if isinstance(expected, dict):
         return ", ".join(f"tag[{i}] = {v}" for i, v in sorted(expected.items())) or "the assertion to hold"
     if isinstance(expected, (tuple, list)):

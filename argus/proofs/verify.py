@@ -93,6 +93,10 @@ class KernelReport:
         for r in self.results:
             if r.verdict == "refuted" and r.counterexample is not None:
                 lines.append(_indent(r.counterexample.human()))
+                same = [x for x in self.results if x.verdict == "refuted" and x.counterexample is None
+                        and x.vc.property == r.vc.property and x.vc.position == r.vc.position]
+                if same:
+                    lines.append(f"    (and {len(same)} more refuted VCs of the same property at this line)")
             elif r.verdict in ("unknown", "error"):
                 where = f"{r.vc.position}: " if r.vc.position else ""
                 lines.append(f"  {r.verdict}: {where}{r.vc.property}: {r.reason}")
@@ -144,6 +148,7 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
         others = [vc for vc in vcs if vc.property != "witness"]
         results: dict[str, VCResult] = {}
         lemma_by_site: dict[int, VCResult] = {}
+        explained: dict[tuple, VCResult] = {}  # one replayed counterexample per property and place
         for i, vc in enumerate(lemmas + others):
             if progress is not None:
                 progress(i, len(vcs), vc)
@@ -152,7 +157,7 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
                 _judge_lemma(result, analysis)
                 lemma_by_site[vc.site.index] = result
             else:
-                _judge(result, lemma_by_site, analysis, kernel, replay, minimize, prover)
+                _judge(result, lemma_by_site, analysis, kernel, replay, minimize, prover, explained)
             results[vc.id] = result
             if cache is not None and result.verdict == "proved" and not result.cached:
                 cache.put(result.hash, {"verdict": "proved", "solver": result.solver,
@@ -244,7 +249,7 @@ def _judge_lemma(result: VCResult, analysis: Analysis) -> None:
 
 
 def _judge(result: VCResult, lemmas: dict[int, VCResult], analysis: Analysis, kernel: N.Kernel,
-           replay: bool, minimize: bool, prover: Prover) -> None:
+           replay: bool, minimize: bool, prover: Prover, explained: dict[tuple, VCResult]) -> None:
     vc = result.vc
     weak = [lemmas[i] for i in sorted(vc.lemmas) if i in lemmas and lemmas[i].verdict != "proved"]
     trusted = vc.exact and not weak
@@ -254,6 +259,10 @@ def _judge(result: VCResult, lemmas: dict[int, VCResult], analysis: Analysis, ke
         result.reason = f"relies on {first.vc.id} ({first.verdict}): {first.reason}"
         return
     if result.verdict != "refuted" or result.model is None:
+        return
+    place = (vc.property, vc.position)
+    if trusted and place in explained:
+        result.reason = f"the same violation as {explained[place].vc.id} (another element or unrolled copy)"
         return
     model = result.model
     if minimize:
@@ -269,9 +278,8 @@ def _judge(result: VCResult, lemmas: dict[int, VCResult], analysis: Analysis, ke
         return
     cx.replay = CX.replay(kernel, cx)
     status = cx.replay.status
-    if status == "reproduced":
-        return
-    if trusted and status in ("not-replayable", "different", "skipped"):
+    if status == "reproduced" or (trusted and status in ("not-replayable", "different", "skipped")):
+        explained.setdefault(place, result)
         return
     if trusted:
         result.verdict = "error"

@@ -1,0 +1,127 @@
+"""``argus verify FILE``: prove every kernel of a Python file, or print counterexamples.
+
+Exit status: 0 when every VC of every kernel is proved, 1 when some VC is refuted (a
+counterexample is printed), 2 when some VC is unknown or an error occurred.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from argus.errors import ArgusError
+
+FORMAT = "argus.verify"
+FORMAT_VERSION = 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="a Python file defining @argus.spec.kernel functions")
+    parser.add_argument("--kernel", action="append", metavar="NAME",
+                        help="verify only this kernel (repeatable)")
+    parser.add_argument("--consts", nargs="+", default=[], metavar="K=V",
+                        help="const values of the specialization (Python literals)")
+    parser.add_argument("--json", action="store_true", help="print a JSON report on stdout")
+    parser.add_argument("--smtlib", metavar="DIR", help="write every query as an SMT-LIB file under DIR")
+    parser.add_argument("--solver", choices=("portfolio", "z3", "cvc5"), default="portfolio",
+                        help="cvc5 ‖ Z3 portfolio (default) or a single solver")
+    parser.add_argument("--records", metavar="DIR", help="write a proof record per kernel under DIR")
+    parser.add_argument("--cache", metavar="DIR", help="reuse proofs of unchanged VCs from DIR")
+    parser.add_argument("--no-replay", action="store_true",
+                        help="do not replay counterexamples on the reference interpreter")
+
+
+def parse_consts(items: list[str]) -> dict[str, Any]:
+    """``["BLOCK=128", "SYNC=False"]`` -> ``{"BLOCK": 128, "SYNC": False}``."""
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise ArgusError(f"--consts {item!r}: expected NAME=VALUE", hint="e.g. --consts BLOCK=128 SYNC=False")
+        try:
+            out[name] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            out[name] = text
+    return out
+
+
+def load_kernels(path: str | Path) -> list[Any]:
+    """The ``@kernel`` definitions of a file, in definition order."""
+    from argus.spec.kernel import Kernel
+
+    path = Path(path).resolve()
+    if not path.exists():
+        raise ArgusError(f"{path}: no such file")
+    name = f"argus_verify_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ArgusError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))
+    try:
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return [v for v in vars(module).values() if isinstance(v, Kernel)]
+
+
+def _progress(stream: Any):
+    if not getattr(stream, "isatty", lambda: False)():
+        return None
+
+    def show(done: int, total: int, vc: Any) -> None:
+        stream.write(f"\r  {done + 1}/{total} VCs {vc.property:<15}")
+        stream.flush()
+        if done + 1 == total:
+            stream.write("\r" + " " * 40 + "\r")
+
+    return show
+
+
+def run(args: argparse.Namespace) -> int:
+    from argus.proofs.provers import make_prover
+    from argus.proofs.record import VCCache
+    from argus.proofs.verify import verify_kernel
+
+    kernels = load_kernels(args.file)
+    if args.kernel:
+        missing = sorted(set(args.kernel) - {k.name for k in kernels})
+        if missing:
+            raise ArgusError(f"{args.file}: no kernel named {', '.join(missing)}",
+                             hint=f"kernels in the file: {', '.join(k.name for k in kernels) or 'none'}")
+        kernels = [k for k in kernels if k.name in args.kernel]
+    if not kernels:
+        raise ArgusError(f"{args.file}: defines no @argus.spec.kernel")
+    consts = parse_consts(args.consts)
+    unknown = set(consts) - {n for k in kernels for n in k.const_names()}
+    if unknown:
+        raise ArgusError(f"--consts: no kernel has a const named {', '.join(sorted(unknown))}")
+    cache = VCCache(args.cache) if args.cache else None
+    prover = make_prover(args.solver)
+    reports = []
+    try:
+        for k in kernels:
+            mine = {n: v for n, v in consts.items() if n in k.const_names()}
+            ir = k.specialize(**mine)
+            report = verify_kernel(ir, prover=prover, cache=cache, smtlib_dir=args.smtlib,
+                                   replay=not args.no_replay, progress=None if args.json else _progress(sys.stderr))
+            reports.append(report)
+            if args.records:
+                consts_text = "-".join(f"{n}={v}" for n, v in ir.consts)
+                report.record.save(Path(args.records) / f"{ir.name}{'[' + consts_text + ']' if consts_text else ''}.json")
+            if not args.json:
+                print(report.human(), flush=True)
+    finally:
+        prover.close()
+    verdicts = {r.verdict for r in reports}
+    code = 1 if "refuted" in verdicts else 2 if verdicts & {"unknown", "error"} else 0
+    if args.json:
+        print(json.dumps({"format": FORMAT, "version": FORMAT_VERSION, "file": str(args.file),
+                          "exit": code, "kernels": [r.to_json() for r in reports]}, indent=1))
+    return code
