@@ -17,6 +17,7 @@ Invariants (tags):
 
 ``WRONG_KBLOCK`` stages B from the next k-block: the MMA's k check reports the block, thread,
 fragment element and line.  Sizes must be multiples of the tile (declared, checked at launch).
+``gemm_cp_async.py`` is the same kernel with double-buffered cp.async staging.
 """
 
 from sympy import Eq

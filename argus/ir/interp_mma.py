@@ -312,15 +312,17 @@ def _mma_tags(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict]):
     row_ok = tagged_a.all(axis=1) & (nra == nra[:, :1]).all(axis=1) & (ra == ra[:, :1]).all(axis=(1, 2))
     col_ok = tagged_b.all(axis=1) & (nrb == nrb[:, :1]).all(axis=1) & (rb == rb[:, :1]).all(axis=(1, 2))
     nrow, ncol = nra[:, 0], nrb[:, 0]
-    fields = np.zeros((M, Nn, MAX_TAG_FIELDS), np.int64)
-    counts = np.full((M, Nn), _UNTAGGED, np.int64)
-    ok = row_ok[:, None] & col_ok[None, :] & ((nrow[:, None] + ncol[None, :]) <= MAX_TAG_FIELDS)
-    for mi in np.flatnonzero(row_ok):
-        for ni in np.flatnonzero(ok[mi]):
-            r, c = int(nrow[mi]), int(ncol[ni])
-            fields[mi, ni, :r] = ra[mi, 0, :r]
-            fields[mi, ni, r:r + c] = rb[ni, 0, :c]
-            counts[mi, ni] = r + c
+    total = nrow[:, None] + ncol[None, :]
+    ok = row_ok[:, None] & col_ok[None, :] & (total <= MAX_TAG_FIELDS)
+    # record of D[m, n]: A's row fields, then B's col fields
+    position = np.arange(MAX_TAG_FIELDS)[None, None, :]
+    first = nrow[:, None, None]
+    from_b = np.take_along_axis(np.broadcast_to(rb[None, :, 0, :], (M, Nn, MAX_TAG_FIELDS)),
+                                np.broadcast_to(np.clip(position - first, 0, MAX_TAG_FIELDS - 1),
+                                                (M, Nn, MAX_TAG_FIELDS)), axis=2)
+    fields = np.where(position < first, ra[:, None, 0, :], np.where(position < total[..., None], from_b, 0))
+    fields = np.where(ok[..., None], fields, 0)
+    counts = np.where(ok, total, _UNTAGGED)
     # accumulator rule: a tagged C element must agree, else the result is untagged
     fc = _matrix(spec, "c", {w: p["c"] for w, p in parts.items()}, "fields")
     cc = _matrix(spec, "c", {w: p["c"] for w, p in parts.items()}, "counts")

@@ -5,11 +5,12 @@ from argus.ir.atoms import mma_atom
 from argus.layout_algebra import Swizzle
 
 
-def one_tile(atom: str, *, WRONG_K: bool = False):
+def one_tile(atom: str, *, WRONG_K: bool = False, MIXED_ROWS: bool = False):
     """D = A·Bᵀ + C for one atom tile, operands straight from global memory.
 
     A is M×K, B is N×K, C and D are M×N.  Tags: A (i, k), B (j, k); D must carry (i, j).
-    ``WRONG_K`` pairs B's k-halves the wrong way round (a planted bug).
+    ``WRONG_K`` pairs B's k-halves the wrong way round (a planted bug); ``MIXED_ROWS`` tags A so
+    that a row of the A tile mixes source rows (the result has no row: untagged).
     """
     spec = mma_atom(atom)
     m, n, k = spec.mnk
@@ -20,7 +21,10 @@ def one_tile(atom: str, *, WRONG_K: bool = False):
     @A.kernel(threads=threads)
     def mma_one_tile(a: A.Global(ta, dims_a), b: A.Global(tb, dims_b), c: A.Global(A.f32, dims_c),
                      d: A.Global(A.f32, dims_c)):
-        A.tag(a, lambda i, kk: (i, kk), "A")
+        if MIXED_ROWS:
+            A.tag(a, lambda i, kk: ((i + kk) % m, kk), "A")
+        else:
+            A.tag(a, lambda i, kk: (i, kk), "A")
         if WRONG_K:
             A.tag(b, lambda j, kk: (j, (kk + k // 2) % k), "B")
         else:

@@ -73,6 +73,21 @@ def test_wrong_k_pairing_is_a_tag_violation_at_the_mma(name):
     assert v.position.line == _line(kernel.fn, "A.mma(spec, fa, fb, acc)")
 
 
+def test_a_row_of_mixed_sources_gives_untagged_results():
+    name = "mma.sync.m16n8k16.f16"
+    spec = mma_atom(name)
+    m, n, k = spec.mnk
+    rng = np.random.default_rng(6)
+    kernel = K.one_tile(name, MIXED_ROWS=True)
+    inputs = {"a": _random(rng, spec.a_dtype, (m, k)), "b": _random(rng, spec.b_dtype, (n, k)),
+              "c": np.zeros((m, n), np.float32), "d": np.zeros((m, n), np.float32)}
+    with pytest.raises(InterpreterError) as err:
+        Interpreter(kernel.specialize()).run(inputs)
+    v = err.value.violation
+    assert v.kind == "tag" and "untagged" in v.message
+    assert v.position.line == _line(kernel.fn, "A.assert_tag(out")
+
+
 def test_shuffles_move_values_and_tags():
     rng = np.random.default_rng(7)
     x = _random(rng, "f32", (32, 2))
