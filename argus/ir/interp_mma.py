@@ -175,6 +175,9 @@ class _SharedTile:
         if not ok.all():
             raise _fail(run, op, "layout", f"shared operand %{view.buffer.name} has invalid elements",
                         thread=int(first[0]))
+        hb = getattr(run, "hb", None)
+        if hb is not None:  # wgmma reads shared memory through the async proxy
+            hb.check_async_proxy_read(run, op, view, mem, addr, ok, first, reader=f"{op.atom} (async proxy)")
         grid, _ = run._elements(view)
         self.addr = addr[0]
         self.coords = grid

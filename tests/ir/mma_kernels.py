@@ -5,12 +5,13 @@ from argus.ir.atoms import mma_atom
 from argus.layout_algebra import Swizzle
 
 
-def one_tile(atom: str, *, WRONG_K: bool = False, MIXED_ROWS: bool = False):
+def one_tile(atom: str, *, WRONG_K: bool = False, MIXED_ROWS: bool = False, NO_FENCE: bool = False):
     """D = A·Bᵀ + C for one atom tile, operands straight from global memory.
 
     A is M×K, B is N×K, C and D are M×N.  Tags: A (i, k), B (j, k); D must carry (i, j).
     ``WRONG_K`` pairs B's k-halves the wrong way round (a planted bug); ``MIXED_ROWS`` tags A so
-    that a row of the A tile mixes source rows (the result has no row: untagged).
+    that a row of the A tile mixes source rows (the result has no row: untagged); ``NO_FENCE``
+    omits the proxy fence between the ordinary shared-memory stores and the wgmma reading them.
     """
     spec = mma_atom(atom)
     m, n, k = spec.mnk
@@ -44,6 +45,8 @@ def one_tile(atom: str, *, WRONG_K: bool = False, MIXED_ROWS: bool = False):
             fb = sb
         else:
             fb = A.load(A.mma_partition(spec, "b", b))
+        if (spec.a_source == "shared" or spec.b_source == "shared") and not NO_FENCE:
+            A.fence_proxy_async()  # wgmma reads shared memory through the async proxy
         A.barrier()
         acc = A.load(A.mma_partition(spec, "c", c))
         A.mma(spec, fa, fb, acc)

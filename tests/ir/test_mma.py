@@ -73,6 +73,21 @@ def test_wrong_k_pairing_is_a_tag_violation_at_the_mma(name):
     assert v.position.line == _line(kernel.fn, "A.mma(spec, fa, fb, acc)")
 
 
+def test_wgmma_reading_unfenced_shared_stores_is_a_proxy_violation():
+    name = "wgmma.m64n16k16.bf16"
+    spec = mma_atom(name)
+    m, n, k = spec.mnk
+    rng = np.random.default_rng(17)
+    kernel = K.one_tile(name, NO_FENCE=True)
+    inputs = {"a": _random(rng, spec.a_dtype, (m, k)), "b": _random(rng, spec.b_dtype, (n, k)),
+              "c": np.zeros((m, n), np.float32), "d": np.zeros((m, n), np.float32)}
+    with pytest.raises(InterpreterError) as err:
+        Interpreter(kernel.specialize()).run(inputs)
+    v = err.value.violation
+    assert v.kind == "proxy" and "fence.proxy.async" in v.message
+    assert v.position.line == _line(kernel.fn, "A.mma(spec, fa, fb, acc)")
+
+
 def test_a_row_of_mixed_sources_gives_untagged_results():
     name = "mma.sync.m16n8k16.f16"
     spec = mma_atom(name)
@@ -280,6 +295,7 @@ def test_a_warp_missing_from_a_warpgroup_mma_is_a_deadlock():
         t = A.thread_id()
         A.copy(a.tile((1, 8), (t // 2, t % 2)), sa.tile((1, 8), (t // 2, t % 2)))
         A.copy(b.tile((1, 1), (t // 16, t % 16)), sb.tile((1, 1), (t // 16, t % 16)))
+        A.fence_proxy_async()
         A.barrier()
         acc = A.mma_fragment(atom, "c")
         if A.warp_id() != 3:
