@@ -276,6 +276,8 @@ class HappensBefore:
 
     def _check_ordered(self, run: Any, op: N.Op, view: N.View, mem: Any, sh: Shadow, a: np.ndarray,
                        threads: np.ndarray, where: np.ndarray, write: bool) -> None:
+        if write:  # write-after-read first: it names the reader a refill overtakes
+            self._check_after_reads(run, op, view, mem, sh, a, threads, where)
         w = sh.writer[a]
         has = w >= 0
         known = self.clock[threads, np.where(has, w, 0)]
@@ -292,7 +294,10 @@ class HappensBefore:
                 f"write by {self.describe_writer(sh, int(a[i]))}{reason}",
                 thread=int(threads[i]), other_thread=writer if writer < self.threads else rec.thread if rec else None,
                 element=self._element(run, view, where, i), op=op)
-        if write and sh.read_clock is not None:
+
+    def _check_after_reads(self, run: Any, op: N.Op, view: N.View, mem: Any, sh: Shadow, a: np.ndarray,
+                           threads: np.ndarray, where: np.ndarray) -> None:
+        if sh.read_clock is not None:
             reads = sh.read_clock[a]  # [n, threads]
             unordered = reads > self.clock[threads, : self.threads]
             unordered[np.arange(len(a)), threads] = False

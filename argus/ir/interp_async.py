@@ -102,6 +102,7 @@ class _AsyncBlock:
     open_bulk: dict[int, list[int]] = field(default_factory=dict)  # thread -> TMA store records
     bulk: dict[int, list[list[int]]] = field(default_factory=dict)
     registers: dict[int, tuple[int, N.Op]] = field(default_factory=dict)  # warp -> setmaxnreg
+    waiting: list[Any] = field(default_factory=list)  # MbarrierBlocked events not yet resumed
 
 
 def _state(run: Any) -> _AsyncBlock:
@@ -252,7 +253,19 @@ class MbarrierBlocked(Blocked):
         self.target = target
         self.parity = parity
 
+    def suspicion(self) -> int:
+        """How likely this wait is the cause of a deadlock: missing transaction bytes first, then a
+        parity-only wait that skipped a completed phase, then any other."""
+        if self.bar.pending == 0 and self.bar.tx > 0:
+            return 2
+        return 1 if self.op.phase is None and self.bar.completed > 0 else 0
+
     def diagnose(self, run: Any, waiting: list[int], done: list[int]) -> Violation:
+        """The deadlock explained by the most suspicious blocked mbarrier wait."""
+        candidates = [w for w in _state(run).waiting if not w.bar.completed > w.target] or [self]
+        return max(candidates, key=lambda w: w.suspicion())._explain(run, waiting, done)
+
+    def _explain(self, run: Any, waiting: list[int], done: list[int]) -> Violation:
         bar, thread = self.bar, int(self.lanes[0])
         where = f"(warps {waiting} are blocked" + (f", warps {done} finished)" if done else ")")
         if bar.pending == 0 and bar.tx > 0:
@@ -305,7 +318,10 @@ def run_mbarrier_wait(run: Any, op: N.MbarrierWait, env: dict, mask: np.ndarray,
         else:
             target = latest if (latest % 2) == p else latest + 1
         if bar.completed <= target:
-            yield MbarrierBlocked(threads, op, bar, target, p)
+            event = MbarrierBlocked(threads, op, bar, target, p)
+            _state(run).waiting.append(event)
+            yield event
+            _state(run).waiting.remove(event)
             if bar.completed - 1 != target:
                 raise _fail(run, op, "parity",
                             f"thread {int(threads[0])} waited for phase {target} of {bar.name}, but phases up to "

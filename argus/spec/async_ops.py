@@ -571,7 +571,10 @@ def warp_role(name: str, *, warps: Any, registers: int | None = None) -> Iterato
         yield None
     finally:
         state.roles.pop()
-    ops._carry(before, ops._snapshot(sys._getframe(1)), f"warp role {name!r}")
+    defined = frozenset(op.var if isinstance(op, N.For) else op.result
+                        for op in N.walk(N.Region(tuple(builder.frames[-1].ops)))
+                        if isinstance(op, (N.For, N.ReadIndex)))  # names the role binds for itself
+    ops._carry(before, ops._snapshot(sys._getframe(1)), f"warp role {name!r}", defined)
     body = builder.close_region()
     builder.emit(N.WarpRole(name=name, cond=cond, body=body, registers=registers, loc=loc, scope=N.Scope.WARP))
 
