@@ -240,24 +240,24 @@ def run_mma(run: Any, op: N.Mma, env: dict, mask: np.ndarray, lanes: np.ndarray)
 
 
 def _operand(spec: Any, which: str, parts: dict[int, dict], attr: str) -> np.ndarray:
+    """Operand ``which`` of the group as a (rows, cols, ...) array of ``attr``."""
     if spec.source(which) == "shared":
-        last = parts[max(parts)][which]
-        for w, p in parts.items():
-            if not np.array_equal(p[which].addr, last.addr):
-                raise ValueError(w)
-        return _shared_matrix(spec, which, last, attr)
+        return _shared_matrix(spec, which, parts[max(parts)][which], attr)
     return _matrix(spec, which, {w: p[which] for w, p in parts.items()}, attr)
 
 
 def _mma_group(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict]) -> None:
-    try:
-        a = _operand(spec, "a", parts, "values")
-        b = _operand(spec, "b", parts, "values")
-    except ValueError as err:
-        w = int(err.args[0])
-        raise _fail(run, op, "collective",
-                    f"the shared-memory operands of {spec.name} differ between the warps of the group "
-                    f"(warp {w}): every warp must name the same tile", thread=w * WARP) from None
+    for which in ("a", "b"):
+        if spec.source(which) != "shared":
+            continue
+        reference = parts[max(parts)][which].addr
+        for w, p in parts.items():
+            if not np.array_equal(p[which].addr, reference):
+                raise _fail(run, op, "collective",
+                            f"the shared-memory operand {which} of {spec.name} differs between the warps of the "
+                            f"group (warp {w}): every warp must name the same tile", thread=w * WARP)
+    a = _operand(spec, "a", parts, "values")
+    b = _operand(spec, "b", parts, "values")
     c = _matrix(spec, "c", {w: p["c"] for w, p in parts.items()}, "values")
     numerics = run.interp.numerics
     d = numerics.mma(a, b.T, c, a_dtype=spec.a_dtype, b_dtype=spec.b_dtype, acc_dtype=spec.acc_dtype)

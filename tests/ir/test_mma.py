@@ -339,3 +339,25 @@ def test_wavefront_shuffle_and_reduction_span_two_interpreter_warps():
     sums = x.astype(np.float64).reshape(2, 64).sum(axis=1)
     np.testing.assert_allclose(out["total"], np.repeat(sums, 64), rtol=1e-5)
     assert len(set(out["total"][:64].tolist())) == 1
+
+
+def test_warps_of_a_warpgroup_naming_different_shared_tiles_is_a_violation():
+    atom = "wgmma.m64n8k16.bf16"
+
+    @A.kernel(threads=128)
+    def k(a: A.Global(A.bf16, "64 32"), b: A.Global(A.bf16, "8 16")):
+        sa = A.shared(A.bf16, (64, 32), swizzle=Swizzle(2, 3, 3))  # 64-byte rows
+        sb = A.shared(A.bf16, (8, 16), swizzle=Swizzle(1, 3, 3))
+        t = A.thread_id()
+        A.copy(a.tile((1, 16), (t // 2, t % 2)), sa.tile((1, 16), (t // 2, t % 2)))
+        A.copy(b.tile((1, 1), (t // 16, t % 16)), sb.tile((1, 1), (t // 16, t % 16)))
+        A.fence_proxy_async()
+        A.barrier()
+        acc = A.mma_fragment(atom, "c")
+        A.mma(atom, sa.tile((64, 16), (0, A.warp_id() % 2)), sb, acc)  # planted: the k-half depends on the warp
+
+    rng = np.random.default_rng(18)
+    with pytest.raises(InterpreterError) as err:
+        Interpreter(k.specialize()).run({"a": _random(rng, "bf16", (64, 32)), "b": _random(rng, "bf16", (8, 16))})
+    v = err.value.violation
+    assert v.kind == "collective" and "differs between the warps" in v.message
