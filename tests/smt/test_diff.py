@@ -184,14 +184,16 @@ def test_hung_solver_is_unknown_vs_answer():
 
 # --------------------------------------------------------------------------- campaigns
 
-ACCEPTED = {"agree", "performance_gap", "underspecified", "unknown_vs_answer"}
+#: not a disagreement between the solvers and the oracle
+ACCEPTED = {"agree", "performance_gap", "underspecified", "unknown_vs_answer", "both_unknown"}
 
 
 def _campaign_is_consistent(count: int, seed: int) -> None:
-    with Portfolio(wall_clock_s=3.0) as p:
+    # resource limits (a fraction of a second of work), not the wall clock, stop hard queries
+    with Portfolio(rlimit={"z3": 500_000, "cvc5": 30_000}, wall_clock_s=20.0) as p:
         report = Campaign(p, minimize=False).run(generate(count, seed), seed=seed)
     counts = report.counts()
-    assert sum(counts.values()) == count
+    assert sum(counts.values()) == count and counts["both_unknown"] <= count // 100
     unexplained = [o for o in report.outcomes if o.category not in ACCEPTED]
     assert not unexplained, [(o.id, o.category, o.classification.detail) for o in unexplained]
     decided = [o for o in report.outcomes if o.oracle.status in ("sat", "unsat")]

@@ -64,16 +64,24 @@ def test_queries_survive_the_smtlib_round_trip():
         assert back.logic == query.logic
 
 
+#: a fraction of a second of work per check: far above what nearly all of these queries
+#: need, far below the wall clock
+RLIMITS = {"z3": 500_000, "cvc5": 30_000}
+#: categories that are not a disagreement between the solvers and the oracle
+EXPLAINED = {"agree", "performance_gap", "underspecified", "unknown_vs_answer", "both_unknown"}
+
+
 def test_a_thousand_generated_queries_agree_with_enumeration():
     """Z3, cvc5 and exhaustive enumeration agree, or each difference is explained."""
-    # warm contexts: this checks agreement, not history-independent resource counts
-    with Portfolio(wall_clock_s=3.0, isolated=False) as p:
+    # Resource limits, not the wall clock, stop the rare hard query, so the outcome does not
+    # depend on how loaded the machine is; warm contexts, since this checks agreement.
+    with Portfolio(rlimit=RLIMITS, wall_clock_s=20.0, isolated=False) as p:
         report = Campaign(p, minimize=False).run(generate(1000, seed=2026), seed=2026)
-    explained = {"agree", "performance_gap", "underspecified", "unknown_vs_answer"}
-    unexplained = [o for o in report.outcomes if o.category not in explained]
+    unexplained = [o for o in report.outcomes if o.category not in EXPLAINED]
     assert not unexplained, [(o.id, o.category, o.classification.detail) for o in unexplained]
     counts = report.counts()
-    assert counts["agree"] >= 950, counts
+    assert counts["agree"] >= 950 and counts["both_unknown"] <= 10, counts
+    assert not any(run.reason == "timeout" for o in report.outcomes for run in o.runs.values())
     decided = [o for o in report.outcomes if o.oracle.status in ("sat", "unsat")]
     assert len(decided) >= 850
     for o in decided:
