@@ -39,7 +39,7 @@ def gemm_ws(a: A.Global(A.bf16, "M K"), b: A.Global(A.bf16, "N K"), c: A.Global(
     empty = A.mbarrier(256, stages=STAGES)
     A.mbarrier_init(full, empty)
     n = a.shape[1] // BK
-    for _ in A.warp_role("producer", warps=range(0, 4), registers=40):
+    with A.warp_role("producer", warps=range(0, 4), registers=40):
         for kt in A.range(n):
             s = kt % STAGES
             if BUG != "no-empty-wait":
@@ -48,7 +48,7 @@ def gemm_ws(a: A.Global(A.bf16, "M K"), b: A.Global(A.bf16, "N K"), c: A.Global(
             A.arrive_expect_tx(full[s], nbytes)
             A.tma_load(a.tile((BM, BK), (bm, kt)), sa[s], full[s])
             A.tma_load(b.tile((BN, BK), (bn, kt)), sb[s], full[s])
-    for _ in A.warp_role("consumer", warps=range(4, 12), registers=232):
+    with A.warp_role("consumer", warps=range(4, 12), registers=232):
         wg = A.warpgroup_id() - 1  # this consumer's 64 rows of the block tile
         acc = A.mma_fragment(ATOM, "c")
         for kt in A.range(n):

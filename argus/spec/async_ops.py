@@ -527,10 +527,10 @@ def _launch_registers(threads: int) -> int:
 def warp_role(name: str, *, warps: Any, registers: int | None = None) -> Iterator[None]:
     """A traced region that only the warps ``warps`` execute (a producer or consumer role)::
 
-        for _ in A.warp_role("producer", warps=range(0, 4), registers=40):
+        with A.warp_role("producer", warps=range(0, 4), registers=40):
             ...
 
-    ``warps``: a warp index, a range or a sequence of warp indices.  ``registers``: the role's
+    (``for _ in A.warp_role(...):`` is the same).  ``warps``: a warp index, a range or a sequence of warp indices.  ``registers``: the role's
     per-thread register budget, set by ``setmaxnreg`` at the start of the role (whole
     warpgroups only, 24 .. 256 in steps of 8); the budgets of all roles must fit the register file.
     """
@@ -577,6 +577,9 @@ def warp_role(name: str, *, warps: Any, registers: int | None = None) -> Iterato
     ops._carry(before, ops._snapshot(sys._getframe(1)), f"warp role {name!r}", defined)
     body = builder.close_region()
     builder.emit(N.WarpRole(name=name, cond=cond, body=body, registers=registers, loc=loc, scope=N.Scope.WARP))
+
+
+ops.TRACED_REGIONS.add(warp_role.__code__)
 
 
 def _check_registers(name: str, warps: tuple[int, ...], registers: int, threads: int, state: _AsyncTrace) -> None:

@@ -260,6 +260,18 @@ def _argus_ne(a: Any, b: Any) -> Any:
     return (not result) if isinstance(result, bool) else sympy.Not(result)
 
 
+TRACED_REGIONS: set[Any] = set()
+"""Code objects of the generator functions that open a traced region (``warp_role``...): what
+``with region(...):`` accepts."""
+
+
+def _argus_with(region: Any) -> Any:
+    if getattr(region, "gi_code", None) not in TRACED_REGIONS:
+        raise B.error("`with` in a kernel body takes an argus region (e.g. argus.spec.warp_role(...))",
+                      hint="other context managers cannot be traced")
+    return region
+
+
 REWRITE_HELPERS: dict[str, Any] = {
     "__argus_eq": _argus_eq,
     "__argus_ne": _argus_ne,
@@ -269,6 +281,7 @@ REWRITE_HELPERS: dict[str, Any] = {
     "__argus_or": _argus_or,
     "__argus_not": _argus_not,
     "__argus_select": _argus_select,
+    "__argus_with": _argus_with,
 }
 
 # --------------------------------------------------------------------------- memory

@@ -11,12 +11,14 @@ condition for a truth value, so before tracing, the body's AST is rewritten:
 ``x if c else y``                       ``__argus_select(c, lambda: x, lambda: y)``
 ``a == b``, ``a != b``                  ``__argus_eq(a, b)``, ``__argus_ne(a, b)`` (sympy's
                                         ``==`` is structural identity, not an equation)
+``with region(...): A``                 ``for _ in __argus_with(region(...)): A`` (traced
+                                        regions such as ``warp_role``)
 =====================================  ==================================================
 
 ``__argus_if`` yields once or never: a condition that is static (a Python bool, or a sympy
 condition that simplifies to true/false) is decided at trace time, so constant branches cost
 nothing; a run-time condition is traced once into an IR ``If``.  Constructs argus cannot
-trace (``while``, ``try``, ``with``, ``yield``, ``global``, ``nonlocal``, ``async``, nested
+trace (``while``, ``try``, other ``with`` statements, ``yield``, ``global``, ``nonlocal``, ``async``, nested
 function definitions that capture loop state...) are rejected with the user's file:line.
 Line numbers are preserved, so every traced op points at the user's source.
 """
@@ -110,6 +112,13 @@ class _Rewriter(ast.NodeTransformer):
         first = self._for_each(self._call("__argus_if", [cond], node), then, node)
         second = self._for_each(self._call("__argus_else", [], node), orelse, node)
         return [first, second]
+
+    def visit_With(self, node: ast.With) -> ast.AST:
+        if len(node.items) != 1 or node.items[0].optional_vars is not None:
+            self._reject(node, "`with` statements other than `with <argus region>(...):`")
+        body = [s for stmt in node.body for s in _as_list(self.visit(stmt))]
+        call = self._call("__argus_with", [self.visit(node.items[0].context_expr)], node)
+        return self._for_each(call, body, node)
 
     def visit_IfExp(self, node: ast.IfExp) -> ast.expr:
         def thunk(expr: ast.expr) -> ast.Lambda:

@@ -143,3 +143,66 @@ def tile_sums_by_hand(x: A.Global(A.f32, "M K"), out: A.Global(A.f32, "M 32"), S
         A.copy(acc + A.load(sx[kt % STAGES].tile((1, BK), (t, 0))), acc, atom="reg")
         A.arrive(empty[kt % STAGES])
     A.store(acc, out.tile((BM, BK), (m0, 0)).tile((1, BK), (t, 0)))
+
+
+@A.kernel(threads=64, grid=lambda M: (A.cdiv(M, 64),))
+def doubled_by_tma_store(x: A.Global(A.f32, "M 32"), y: A.Global(A.f32, "M 32"), FENCE: A.const = True,
+                         WAIT: A.const = True, READ_ONLY: A.const = False, OVERWRITE: A.const = False):
+    """y = 2 x: each thread doubles a row into shared memory, one TMA store writes the block's box
+    (rows past M are not written)."""
+    s = A.shared(A.f32, (64, 32))
+    t = A.thread_id()
+    v = A.load(x.tile((64, 32), (A.block_id(0), 0)).tile((1, 32), (t, 0)))
+    A.store(v * 2.0, s.tile((1, 32), (t, 0)))
+    if FENCE:
+        A.fence_proxy_async()
+    A.barrier()
+    A.tma_store(s, y.tile((64, 32), (A.block_id(0), 0)))
+    A.tma_store_commit()
+    if OVERWRITE:
+        A.store(v, s.tile((1, 32), (t, 0)))
+    if WAIT:
+        A.tma_store_wait(0, read=READ_ONLY)
+
+
+@A.kernel(threads=128)
+def halves(x: A.Global(A.f32, "128"), y: A.Global(A.f32, "128"), CROSS: A.const = False,
+           PARTICIPANTS: A.const = 64):
+    """Each half of the block rotates its 64 elements through shared memory, synchronised by its
+    own named barrier; ``CROSS`` makes the second half read the first half's data (a race: the
+    two named barriers do not order the halves)."""
+    s = A.shared(A.f32, (128,))
+    t = A.thread_id()
+    A.copy(x.tile((1,), (t,)), s.tile((1,), (t,)))
+    if A.warp_id() < 2:
+        A.named_barrier(1, PARTICIPANTS)
+        A.copy(s.tile((1,), ((t + 1) % 64,)), y.tile((1,), (t,)))
+    else:
+        A.named_barrier(2, 64)
+        A.copy(s.tile((1,), ((t + 1) % 128 if CROSS else 64 + (t + 1) % 64,)), y.tile((1,), (t,)))
+
+
+@A.kernel(threads=64)
+def arrivals(x: A.Global(A.f32, "64"), COUNT: A.const = 64, ARRIVERS: A.const = 64, WAIT: A.const = True):
+    """Threads below ARRIVERS arrive on an mbarrier of COUNT arrivals; everyone waits for phase 0."""
+    bar = A.mbarrier(COUNT)
+    A.mbarrier_init(bar)
+    if A.thread_id() < ARRIVERS:
+        A.arrive(bar)
+    if WAIT:
+        A.wait(bar, phase=0)
+
+
+@A.kernel(threads=64, cluster=(1, 1, 1))
+def cluster_rotate(x: A.Global(A.f32, "64"), y: A.Global(A.f32, "64")):
+    """A cluster of one block: the cluster barrier orders like a block barrier."""
+    s = A.shared(A.f32, (64,))
+    t = A.thread_id()
+    A.copy(x.tile((1,), (t,)), s.tile((1,), (t,)))
+    A.cluster_barrier()
+    A.copy(s.tile((1,), ((t + 1) % 64,)), y.tile((1,), (t,)))
+
+
+@A.kernel(threads=64, cluster=(2, 1, 1), grid=lambda: (2,))
+def cluster_of_two(x: A.Global(A.f32, "64")):
+    A.cluster_barrier()
