@@ -576,8 +576,12 @@ def _at_exit(run: Any) -> None:
         raise _fail(run, rec.op, "async", f"the {rec.kind} issued by thread {rec.thread} is still in flight when the "
                     f"block exits: nothing completes it (it completes with {rec.what}){extra}", thread=rec.thread)
     for bar in state.bars.values():
+        op = bar.last_arrive or bar.init_op
+        if bar.pending == 0 and bar.tx > 0:
+            raise _fail(run, op, "expect-tx", f"the block exits with phase {bar.completed} of {bar.name} incomplete: "
+                        f"all {bar.count} arrivals are in, but {bar.tx} of the {bar.declared} declared transaction "
+                        f"bytes never arrive (the copies delivered {bar.delivered})", thread=bar.init_thread)
         if bar.pending != bar.count or bar.tx:
-            op = bar.last_arrive or bar.init_op
             raise _fail(run, op, "mbarrier", f"the block exits in the middle of phase {bar.completed} of {bar.name}: "
                         f"{bar.count - bar.pending} of {bar.count} arrivals"
                         + (f", {bar.tx} transaction bytes pending" if bar.tx else "")

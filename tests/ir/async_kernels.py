@@ -103,7 +103,8 @@ def tile_sums_by_hand(x: A.Global(A.f32, "M K"), out: A.Global(A.f32, "M 32"), S
     ``"no-full-wait"`` reads a stage without waiting for it, ``"lagging-phase"`` waits for the
     previous round's phase, ``"no-empty-wait"`` refills a stage without waiting for its release,
     ``"expect-tx-small"`` / ``"expect-tx-large"`` declare too few / too many bytes,
-    ``"unclamped-drain"`` drains S-1 stages even when the trip count is smaller.
+    ``"unclamped-drain"`` drains S-1 stages even when the trip count is smaller,
+    ``"expect-unguarded"`` declares the prologue's bytes even for stages a short loop never loads.
     """
     A.tag(x, lambda i, k: (i, k), "x")
     n = A.cdiv(x.shape[1], BK)
@@ -116,8 +117,11 @@ def tile_sums_by_hand(x: A.Global(A.f32, "M K"), out: A.Global(A.f32, "M 32"), S
     A.mbarrier_init(full, empty)
     nbytes = BM * BK * 4 + (-4 if BUG == "expect-tx-small" else 4 if BUG == "expect-tx-large" else 0)
     for p in range(STAGES - 1):
-        if p < n:
+        if BUG == "expect-unguarded":
             A.arrive_expect_tx(full[p], nbytes)
+        if p < n:
+            if BUG != "expect-unguarded":
+                A.arrive_expect_tx(full[p], nbytes)
             A.tma_load(x.tile((BM, BK), (m0, p)), sx[p], full[p])
     for kt in A.range(n - (STAGES - 1)):
         j = kt + STAGES - 1
@@ -206,3 +210,18 @@ def cluster_rotate(x: A.Global(A.f32, "64"), y: A.Global(A.f32, "64")):
 @A.kernel(threads=64, cluster=(2, 1, 1), grid=lambda: (2,))
 def cluster_of_two(x: A.Global(A.f32, "64")):
     A.cluster_barrier()
+
+
+@A.kernel(threads=128, grid=lambda M: (A.cdiv(M, BM),))
+def tile_sums_in_a_role(x: A.Global(A.f32, "M K"), out: A.Global(A.f32, "M 32"), STAGES: A.const = 3):
+    """tile_sums run by the last two warps only: the policy's barriers count the role's threads."""
+    n = A.cdiv(x.shape[1], BK)
+    sx = A.shared(A.f32, (STAGES, BM, BK))
+    m0 = A.block_id(0)
+    with A.warp_role("summers", warps=(2, 3)):
+        t = A.thread_id() - 64
+        acc = A.zeros((1, BK), A.f32)
+        for kt, st in A.range(n, pipeline=STAGES):
+            A.tma_load(x.tile((BM, BK), (m0, kt)), sx[st])
+            acc = acc + A.load(sx[st].tile((1, BK), (t, 0)))
+        A.store(acc, out.tile((BM, BK), (m0, 0)).tile((1, BK), (t, 0)))

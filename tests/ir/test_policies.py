@@ -86,6 +86,18 @@ def test_unrolled_pipeline_matches_numpy(unroll, m, k):
     _run_tile_sums(K.tile_sums, m, k, STAGES=3, UNROLL=unroll)
 
 
+@pytest.mark.parametrize("m,k", [(64, 32), (100, 130)])
+def test_pipeline_inside_a_warp_role_synchronises_the_role(m, k):
+    kernel = K.tile_sums_in_a_role.specialize()
+    (role,) = [op for op in kernel.body.ops if isinstance(op, N.WarpRole)]
+    inits = [op for op in N.walk(role.body) if isinstance(op, N.MbarrierInit)]
+    assert {op.count for op in inits} == {1, 64}  # the empty barriers count the role's 64 threads
+    assert all(op.elected == sympy.Eq(kernel.thread_id, 64) for op in inits)
+    (sync,) = [op for op in role.body.ops if isinstance(op, N.Barrier)]
+    assert sync.id != 0 and sync.participants == 64  # a named barrier of the role, not bar.sync 0
+    _run_tile_sums(K.tile_sums_in_a_role, m, k)
+
+
 def test_unroll_makes_copies_and_a_remainder():
     @A.kernel(threads=32)
     def summed(x: A.Global(A.f32, "n 32"), y: A.Global(A.f32, "32"), U: A.const = 3):
@@ -156,6 +168,8 @@ BUGS = {
     "expect-tx-small": ("expect-tx", "A.tma_load(x.tile((BM, BK), (m0, p))", 160),
     "expect-tx-large": ("expect-tx", "A.wait(full[kt % STAGES], phase=kt // STAGES)", 160),
     "unclamped-drain": ("tag", "A.assert_tag(sx[kt % STAGES]", 32),
+    # one k-block through 3 stages: stage 1's phase declares bytes that no copy delivers
+    "expect-unguarded": ("expect-tx", "A.arrive_expect_tx(full[p], nbytes)", 32),
 }
 
 
@@ -167,7 +181,7 @@ def test_planted_pipeline_bug_is_caught_with_its_place(bug):
                    BUG=bug)
     assert v.kind == kind, v
     lines = [_line(K.tile_sums_by_hand, text)]
-    if bug in ("expect-tx-large", "no-full-wait", "unclamped-drain"):  # the steady loop or the drain
+    if bug in ("expect-tx-large", "no-full-wait", "unclamped-drain", "expect-unguarded"):  # several lines
         import inspect
 
         src, first = inspect.getsourcelines(K.tile_sums_by_hand.fn)
