@@ -196,12 +196,14 @@ class Session:
         timeout_s: float | None = None,
         model: bool = True,
         core: bool = False,
+        statistics: bool = False,
     ) -> CheckAnswer:
         """``check-sat-assuming``: satisfiability of the assertions plus ``assumptions``.
 
         ``assumptions`` (terms, ``(term, name)`` pairs or a ``{name: term}`` mapping) hold for
         this check only; named ones can appear in the core.  ``rlimit`` / ``timeout_s``
-        override the session defaults for this check.
+        override the session defaults for this check.  ``statistics=True`` also collects the
+        solver's full statistics table (it costs more than a small check itself).
         """
         pairs = _assumption_pairs(assumptions)
         rlimit = self.rlimit if rlimit is None else int(rlimit)
@@ -242,7 +244,7 @@ class Session:
                 resources=resources,
                 model=values,
                 core=names,
-                statistics=driver.statistics(),
+                statistics=driver.statistics() if statistics else {},
             )
         finally:
             if scoped:
@@ -403,11 +405,10 @@ class _Z3Driver(_Driver):
         return "unknown", reason, message, resources
 
     def _rlimit_count(self) -> int | None:
-        stats = self.solver.statistics()
-        for key in stats.keys():
-            if key == "rlimit count":
-                return int(stats.get_key_value(key))
-        return None
+        try:
+            return int(self.solver.statistics().get_key_value("rlimit count"))
+        except self.z3.Z3Exception:
+            return None
 
     def statistics(self) -> dict[str, int | float]:
         stats = self.solver.statistics()

@@ -130,7 +130,8 @@ def test_limits_vary_per_check_in_one_session(solver):
         s.pop()
         answer = s.check(rlimit=5_000_000)
         assert answer.status == "sat" and answer.rlimit == 5_000_000
-        assert answer.resources is not None and answer.statistics
+        assert answer.resources is not None and not answer.statistics  # opt-in
+        assert s.check(statistics=True).statistics
 
 
 @solvers
