@@ -16,7 +16,7 @@ any of the above with function applications  ``UF`` inserted after ``QF_``: ``QF
 ==========================================  ===============================================
 
 *Nonlinear* means a product of two non-literal factors, or a ``div`` / ``mod`` whose divisor
-is not a literal.  Mixed Int / bit-vector queries get ``ALL``: the SMT-LIB catalogue has no
+is not a non-zero literal.  Mixed Int / bit-vector queries get ``ALL``: the SMT-LIB catalogue has no
 logic with ``int2bv`` / ``bv2nat``, and Z3's SMT-LIB front end rejects those operators under
 any other logic name (cvc5 would take ``QF_UFBVLIA``-style names).  :class:`LogicFeatures`
 keeps the details (nonlinear, functions) for a mixed query.
@@ -72,7 +72,8 @@ def features(*roots: Term) -> LogicFeatures:
                 if sum(1 for a in t.args if a.op != "const") > 1:
                     nonlinear = True
             case "div" | "mod":
-                if t.args[1].op != "const":
+                # SMT-LIB's linear logics allow division only by non-zero numerals
+                if t.args[1].op != "const" or t.args[1].params[0] == 0:
                     nonlinear = True
             case "apply":
                 functions = True

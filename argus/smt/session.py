@@ -389,7 +389,9 @@ class _Z3Driver(_Driver):
         z3 = self.z3
         self.solver.set("rlimit", int(rlimit))
         self.solver.set("timeout", int(timeout_s * 1000) if timeout_s > 0 else 4294967295)
+        started = time.perf_counter()
         result = self.solver.check(*literals)
+        elapsed = time.perf_counter() - started
         used = self._rlimit_count()
         resources = max(0, used - self.spent) if used is not None else None
         if used is not None:
@@ -402,6 +404,8 @@ class _Z3Driver(_Driver):
         reason = _z3_reason(message)
         if rlimit and resources is not None and resources >= rlimit and reason != "timeout":
             reason = "resource_limit"  # z3 reports an exhausted rlimit as "canceled"
+        elif reason == "interrupted" and timeout_s > 0 and elapsed >= 0.9 * timeout_s:
+            reason = "timeout"  # after a push, z3 reports an expired timeout as "canceled"
         return "unknown", reason, message, resources
 
     def _rlimit_count(self) -> int | None:
