@@ -64,7 +64,22 @@ class Shadow:
     pending_write: np.ndarray  # int64 [size]: async record that will write the element (0 = none)
     pending_read: np.ndarray  # int64 [size]: async record still reading the element (0 = none)
     unfenced: np.ndarray | None  # bool [size]: shared memory written by the generic proxy, not fenced
-    read_clock: np.ndarray | None = None  # int32 [size, threads], allocated at the first read
+    read_clock: np.ndarray | None = None  # int64 [size, readers]: time of each reader's last read
+    readers: np.ndarray | None = None  # int64 [readers]: the thread of each read_clock column
+    column: np.ndarray | None = None  # int64 [threads]: each thread's read_clock column, -1 = none yet
+
+    def reader_columns(self, threads: np.ndarray, block_threads: int) -> np.ndarray:
+        """Columns of ``threads`` in ``read_clock`` (a column is added for a thread's first read:
+        buffers read by few threads, such as a TMA issuer's global source, stay small)."""
+        if self.column is None:
+            self.column = np.full(block_threads, -1, np.int64)
+        new = np.unique(threads[self.column[threads] < 0])
+        if len(new):
+            self.column[new] = np.arange(len(new)) + (0 if self.readers is None else len(self.readers))
+            added = np.zeros((len(self.writer), len(new)), np.int64)
+            self.read_clock = added if self.read_clock is None else np.concatenate([self.read_clock, added], axis=1)
+            self.readers = new if self.readers is None else np.concatenate([self.readers, new])
+        return self.column[threads]
 
     @staticmethod
     def create(size: int, shared: bool) -> Shadow:
@@ -298,11 +313,11 @@ class HappensBefore:
     def _check_after_reads(self, run: Any, op: N.Op, view: N.View, mem: Any, sh: Shadow, a: np.ndarray,
                            threads: np.ndarray, where: np.ndarray) -> None:
         if sh.read_clock is not None:
-            reads = sh.read_clock[a]  # [n, threads]
-            unordered = reads > self.clock[threads, : self.threads]
-            unordered[np.arange(len(a)), threads] = False
+            reads = sh.read_clock[a]  # [n, readers]
+            unordered = (reads > self.clock[threads[:, None], sh.readers[None, :]]) & (sh.readers[None, :] != threads[:, None])
             if unordered.any():
-                i, reader = (int(x) for x in np.argwhere(unordered)[0])
+                i, column = (int(x) for x in np.argwhere(unordered)[0])
+                reader = int(sh.readers[column])
                 raise self.violation(
                     "race", f"write of %{mem.buffer.name}[{int(a[i])}] is not ordered after its read by thread "
                     f"{reader} (write-after-read: no barrier or mbarrier release/wait between them)",
@@ -328,9 +343,8 @@ class HappensBefore:
             sh.unfenced[a] = True
 
     def _record_read(self, sh: Shadow, a: np.ndarray, threads: np.ndarray) -> None:
-        if sh.read_clock is None:
-            sh.read_clock = np.zeros((len(sh.writer), self.threads), np.int32)
-        sh.read_clock[a, threads] = self.clock[threads, threads]
+        columns = sh.reader_columns(threads, self.threads)
+        sh.read_clock[a, columns] = self.clock[threads, threads]
 
 
 def classify_in_flight(hb: HappensBefore, rec: AsyncRecord, thread: int) -> tuple[str, str]:
