@@ -74,6 +74,10 @@ def _copy(op: N.Copy, scope: _Scope) -> Iterator[str]:
         yield f"copy: element types differ ({op.src.dtype} vs {op.dst.dtype}); use a convert"
     COORDS = N.COORDS
     yield from _expr_problems(op.pred, scope, "copy predicate", set(COORDS))
+    if op.atom == "tma.load" and op.mbarrier is None:
+        yield "tma.load without an mbarrier (outside range(..., pipeline=S) the copy must name one)"
+    if op.mbarrier is not None:
+        yield from _view_problems(op.mbarrier, scope, "copy mbarrier")
 
 
 def _elementwise(op: N.Elementwise, scope: _Scope) -> Iterator[str]:

@@ -179,3 +179,13 @@ def test_pipelined_range_yields_a_stage_handle():
     k.specialize()
     st, kt = seen["stage"], seen["kt"]
     assert st.index == sympy.Mod(kt - 3, 2) and st.parity == sympy.Mod(st.round, 2)
+
+
+def test_a_tma_load_needs_an_mbarrier_outside_pipelined_loops():
+    @A.kernel(threads=64)
+    def k(x: A.Global(A.f32, "64 32")):
+        s = A.shared(A.f32, (64, 32))
+        A.tma_load(x.tile((64, 32), (0, 0)), s)
+
+    with pytest.raises(check.IRError, match=r"tma\.load without an mbarrier"):
+        check.check(k.specialize())
