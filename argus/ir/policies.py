@@ -106,8 +106,7 @@ def _static_bytes(view: N.View) -> int:
 def _participants(conds: tuple[Any, ...], kernel: N.Kernel) -> int:
     """How many threads of a block satisfy every condition (which may only depend on the thread id)."""
     tid = kernel.thread_id
-    threads = np.arange(kernel.launch.threads)
-    holds = np.ones(len(threads), bool)
+    holds = np.ones(kernel.launch.threads, bool)
     for cond in conds:
         if cond is None or cond is sympy.true:
             continue
@@ -116,8 +115,8 @@ def _participants(conds: tuple[Any, ...], kernel: N.Kernel) -> int:
             raise PolicyError(f"a pipelined loop under the condition {cond}, which depends on "
                               f"{', '.join(sorted(s.name for s in stray))}: the policy needs to know which threads "
                               "consume the stages", hint="pipeline loops that all threads (or a warp role) execute")
-        fn = sympy.lambdify([tid], cond, modules=["numpy"])
-        holds &= np.broadcast_to(np.asarray(fn(threads), bool), holds.shape)
+        for t in np.flatnonzero(holds):
+            holds[t] = bool(cond.xreplace({tid: sympy.Integer(int(t))}))
     return int(holds.sum())
 
 

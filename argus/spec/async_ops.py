@@ -549,15 +549,14 @@ def warp_role(name: str, *, warps: Any, registers: int | None = None) -> Iterato
     if state.roles and not set(chosen) <= set(state.roles[-1].warps):
         raise B.error(f"warp_role({name!r}): warps {chosen} are not part of the enclosing role "
                       f"{state.roles[-1].name!r} (warps {state.roles[-1].warps})")
-    tid = N.THREAD_ID
+    warp = symbolic.floordiv(N.THREAD_ID, 32)  # warp-uniform by construction (uniformity analysis)
     runs: list[tuple[int, int]] = []
     for w in chosen:
         if runs and runs[-1][1] == w:
             runs[-1] = (runs[-1][0], w + 1)
         else:
             runs.append((w, w + 1))
-    cond = sympy.Or(*(sympy.And(tid >= 32 * lo, tid < 32 * hi) if hi - lo < total else sympy.true
-                      for lo, hi in runs))
+    cond = sympy.Or(*(sympy.And(warp >= lo, warp < hi) if hi - lo < total else sympy.true for lo, hi in runs))
     if registers is not None:
         _check_registers(name, chosen, registers, builder.threads, state)
     caller = sys._getframe(1)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from argus.ir import numerics
+from argus.ir import check, numerics
 from argus.ir.interpreter import Interpreter, InterpreterError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
@@ -44,6 +44,7 @@ def test_policy_pipelined_tma_wgmma_gemm_matches_numpy(shape, stages):
     m, n, k = shape
     inputs = _inputs(m + n + k + stages, m, n, k)
     kernel = gemm_tma_wgmma.gemm_tma_wgmma.specialize(STAGES=stages)
+    check.check(kernel)
     out = Interpreter(kernel).run(inputs, {"M": m, "N": n, "K": k})["c"]
     _check_gemm(out, inputs)
 
@@ -62,6 +63,7 @@ def test_warp_roles_carry_their_register_budgets():
     from argus.ir import nodes as N
 
     k = WS.specialize()
+    check.check(k)  # roles are warp-uniform: the wgmma collectives are not divergent
     roles = {op.name: op for op in N.walk(k.body) if isinstance(op, N.WarpRole)}
     assert roles["producer"].registers == 40 and roles["consumer"].registers == 232
     first = {name: role.body.ops[0] for name, role in roles.items()}

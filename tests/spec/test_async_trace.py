@@ -7,9 +7,11 @@ import pytest
 import sympy
 
 import argus.spec as A
+from argus import symbolic
 from argus.ir import check
 from argus.ir import nodes as N
 from argus.ir.printer import print_kernel
+from argus.ir.uniformity import Uniformity, analyze
 from argus.layout_algebra.hopper import SwizzleMode
 
 TID = N.THREAD_ID
@@ -86,7 +88,9 @@ def test_warp_roles_with_statement_and_default_issuer():
     kernel = k.specialize()
     producer, consumer = _ops(kernel, N.WarpRole)
     assert producer.name == "producer" and producer.registers == 40
-    assert producer.cond == sympy.And(TID >= 128, TID < 256)
+    warp = symbolic.floordiv(TID, 32)
+    assert producer.cond == sympy.And(warp >= 4, warp < 8)
+    assert analyze(kernel).context(producer.body.ops[0]) is Uniformity.WARP
     (copy,) = _ops(kernel, N.Copy)
     assert copy.elected == sympy.Eq(TID, 128)  # the first thread of the role issues
     assert isinstance(consumer.body.ops[0], N.SetMaxNReg) and consumer.body.ops[0].registers == 232
