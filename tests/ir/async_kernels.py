@@ -225,3 +225,17 @@ def tile_sums_in_a_role(x: A.Global(A.f32, "M K"), out: A.Global(A.f32, "M 32"),
             A.tma_load(x.tile((BM, BK), (m0, kt)), sx[st])
             acc = acc + A.load(sx[st].tile((1, BK), (t, 0)))
         A.store(acc, out.tile((BM, BK), (m0, 0)).tile((1, BK), (t, 0)))
+
+
+@A.kernel(threads=64)
+def tile_sums_from(x: A.Global(A.f32, "64 K"), out: A.Global(A.f32, "64 32"), STAGES: A.const = 3,
+                   FIRST: A.const = 1):
+    """The sum of k-tiles FIRST .. n-1 (a pipelined loop that does not start at 0)."""
+    n = A.cdiv(x.shape[1], BK)
+    sx = A.shared(A.f32, (STAGES, BM, BK))
+    t = A.thread_id()
+    acc = A.zeros((1, BK), A.f32)
+    for kt, st in A.range(FIRST, n, pipeline=STAGES):
+        A.tma_load(x.tile((BM, BK), (0, kt)), sx[st])
+        acc = acc + A.load(sx[st].tile((1, BK), (t, 0)))
+    A.store(acc, out.tile((1, BK), (t, 0)))

@@ -34,6 +34,22 @@ def test_tma_pipeline_matches_numpy_for_every_trip_count(stages, m, k):
     _run_tile_sums(K.tile_sums, m, k, STAGES=stages)
 
 
+@pytest.mark.parametrize("stages", [1, 2, 4])
+@pytest.mark.parametrize("first", [1, 2])
+@pytest.mark.parametrize("k", [32, 96, 300])  # trip counts n - first from -1 to 8
+def test_pipeline_of_a_loop_not_starting_at_zero(stages, first, k):
+    x = _randn(np.random.default_rng(k + first), 64, k)
+    out = Interpreter(K.tile_sums_from.specialize(STAGES=stages, FIRST=first)).run(
+        {"x": x, "out": np.zeros((64, K.BK), np.float32)}, {"K": k})
+    n = -(-k // K.BK)
+    padded = np.zeros((64, n * K.BK), np.float32)
+    padded[:, :k] = x
+    expected = np.zeros((64, K.BK), np.float32)
+    for j in range(first, n):
+        expected = (expected + padded[:, j * K.BK:(j + 1) * K.BK]).astype(np.float32)
+    np.testing.assert_array_equal(out["out"], expected)
+
+
 @pytest.mark.parametrize("stages", [2, 3, 4])
 @pytest.mark.parametrize("m,k", [(64, 32), (100, 70), (64, 224)])
 def test_cp_async_pipeline_matches_numpy(stages, m, k):
