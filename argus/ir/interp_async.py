@@ -161,18 +161,18 @@ def _bars(run: Any, op: N.Op, view: N.View, env: dict, mask: np.ndarray, lanes: 
         if bar is None:
             raise _fail(run, op, "mbarrier", f"mbarrier %{view.buffer.name}[{int(a)}] is used before mbarrier_init",
                         thread=int(threads[0]))
-        hb = run.hb
-        for t in threads:
-            if async_proxy and bar.fenced_at is None:
-                raise _fail(run, op, "mbarrier",
-                            f"a TMA copy completes on {bar.name} before its initialization was fenced "
-                            "(fence.mbarrier_init makes the init visible to the async proxy)",
-                            thread=int(t), other=bar.init_thread)
-            if t != bar.init_thread and (bar.fenced_at is None or hb.clock[t, bar.init_thread] < bar.fenced_at):
-                raise _fail(run, op, "mbarrier",
-                            f"thread {int(t)} uses {bar.name} initialized by thread {bar.init_thread} at "
-                            f"{bar.init_op.loc} without fence.mbarrier_init and a barrier between the init and this use",
-                            thread=int(t), other=bar.init_thread)
+        if async_proxy and bar.fenced_at is None:
+            raise _fail(run, op, "mbarrier",
+                        f"a TMA copy completes on {bar.name} before its initialization was fenced "
+                        "(fence.mbarrier_init makes the init visible to the async proxy)",
+                        thread=int(threads[0]), other=bar.init_thread)
+        others = threads[threads != bar.init_thread]
+        unseen = others if bar.fenced_at is None else others[run.hb.clock[others, bar.init_thread] < bar.fenced_at]
+        if len(unseen):
+            raise _fail(run, op, "mbarrier",
+                        f"thread {int(unseen[0])} uses {bar.name} initialized by thread {bar.init_thread} at "
+                        f"{bar.init_op.loc} without fence.mbarrier_init and a barrier between the init and this use",
+                        thread=int(unseen[0]), other=bar.init_thread)
         out.append((bar, threads))
     return out
 
