@@ -4,7 +4,7 @@ counterexample replays on the reference interpreter with the same kind, block, t
 import interp_kernels as K
 import pytest
 import vector_add as VA
-from conftest import source_line
+from proof_support import source_line
 
 from argus.proofs import verify_kernel
 

@@ -3,7 +3,7 @@ correct variant is proved (no false alarm).  The table is printed by ``-s``."""
 
 import pytest
 import verifier_kernels as V
-from conftest import source_line
+from proof_support import source_line
 
 from argus.proofs import verify_kernel
 
