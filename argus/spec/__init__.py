@@ -69,6 +69,18 @@ from argus.spec.async_ops import (
 )
 from argus.spec.builder import SpecError
 from argus.spec.kernel import Global, Index, Kernel, aligned, const, kernel, kernel_hash, no_alias
+from argus.spec.mma_ops import (
+    atomic_add,
+    broadcast,
+    mma,
+    mma_atom,
+    mma_fragment,
+    mma_partition,
+    reduce,
+    retile,
+    shuffle,
+    warp_reduce,
+)
 from argus.spec.ops import (
     assert_tag,
     assert_tag_eq,
@@ -97,18 +109,6 @@ from argus.spec.ops import (
     warp_id,
     warpgroup_id,
     zeros,
-)
-from argus.spec.mma_ops import (
-    atomic_add,
-    broadcast,
-    mma,
-    mma_atom,
-    mma_fragment,
-    mma_partition,
-    reduce,
-    retile,
-    shuffle,
-    warp_reduce,
 )
 from argus.spec.tensor import Tensor
 
