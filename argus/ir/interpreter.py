@@ -268,6 +268,15 @@ class Interpreter:
 
     # ---------------------------------------------------------------- launch
 
+    def _check_assumptions(self, inputs: dict[str, np.ndarray], env: dict, sizes: dict[str, int]) -> None:
+        for a in self.kernel.assumptions:
+            if any(t not in inputs for t in a.tensors):
+                continue  # reported as a missing input below
+            why = _assumption_violation(a, inputs, env)
+            if why is not None:
+                raise ArgusError(f"interpreter: declared assumption {a.text} {why} (sizes {sizes})",
+                                 position=a.loc, hint="the kernel may only be run on inputs it declares")
+
     def run(self, inputs: dict[str, np.ndarray], sizes: dict[str, int] | None = None,
             *, blocks: list[tuple[int, ...]] | None = None) -> dict[str, np.ndarray]:
         sizes = dict(sizes or {})
@@ -284,10 +293,7 @@ class Interpreter:
                         if s.name not in sizes:
                             raise ArgusError(f"interpreter: size {s.name} of tensor {p.name} needs a value")
                         env_sizes[s] = int(sizes[s.name])
-        for a in self.kernel.assumptions:
-            value = _truth(self.exprs.get(a.predicate)(env_sizes)) if a.predicate is not sympy.true else True
-            if not value and not a.predicate.free_symbols - set(env_sizes):
-                raise ArgusError(f"interpreter: declared assumption {a.text} does not hold for {sizes}")
+        self._check_assumptions(inputs, env_sizes, sizes)
         memories: dict[str, Memory] = {}
         for p in self.kernel.params:
             if p.kind != "tensor":
@@ -345,6 +351,31 @@ def _plain_layout_offsets(layout: Any, grid: np.ndarray, sizes: dict) -> np.ndar
             out += digit * int(step)
             index = index // int(extent)
     return out
+
+
+def _assumption_violation(a: N.Assumption, inputs: dict[str, np.ndarray], env: dict) -> str | None:
+    """Why the inputs break a declared assumption, or None (what a launch checks too).
+
+    Address facts (alignment, aliasing) concern device pointers and are checked by the runtime.
+    """
+    match a.kind:
+        case "predicate":
+            if isinstance(a.predicate, sympy.Basic) and a.predicate.free_symbols - set(env):
+                return None
+            holds = a.predicate if not isinstance(a.predicate, sympy.Basic) else a.predicate.xreplace(
+                {s: sympy.Integer(v) for s, v in env.items() if isinstance(v, int)})
+            return None if bool(holds) else "does not hold"
+        case "ids_in_range":
+            values = np.asarray(inputs[a.tensors[0]]).ravel()
+            low, high = (int(symbolic.evaluate(b, env)) for b in a.bound)
+            bad = np.flatnonzero((values < low) | (values >= high))
+            return None if not bad.size else f"element {int(bad[0])} is {values[bad[0]]}, outside [{low}, {high})"
+        case "monotone":
+            values = np.asarray(inputs[a.tensors[0]]).ravel()
+            bad = np.flatnonzero(np.diff(values) < 0)
+            return None if not bad.size else f"element {int(bad[0]) + 1} ({values[bad[0] + 1]}) < element {int(bad[0])} ({values[bad[0]]})"
+        case _:
+            return None
 
 
 def _truth(x: Any) -> bool:

@@ -418,11 +418,24 @@ class Param:
 
 @dataclass(frozen=True)
 class Assumption:
-    """A declared assumption: a predicate over parameters the verifier assumes and launch checks."""
+    """A declared assumption the verifier may use and the launch (and the interpreter) checks.
+
+    ``kind``:
+
+    * ``"predicate"`` — ``predicate`` over sizes and index parameters (``M % 128 == 0``);
+    * ``"aligned"`` — ``tensors[0]``'s base address is a multiple of ``bound[0]`` bytes;
+    * ``"no_alias"`` — the memory of ``tensors`` does not overlap;
+    * ``"ids_in_range"`` — every element of index tensor ``tensors[0]`` lies in
+      ``[bound[0], bound[1])`` (expressions over sizes);
+    * ``"monotone"`` — index tensor ``tensors[0]`` is non-decreasing (offsets of segments).
+    """
 
     predicate: BoolExpr
     text: str
     loc: SourcePosition | None = None
+    kind: str = "predicate"
+    tensors: tuple[str, ...] = ()
+    bound: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)

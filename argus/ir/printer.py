@@ -132,5 +132,5 @@ def print_kernel(kernel: N.Kernel, root: str | None = None) -> str:
         + (f"  consts: {', '.join(f'{k}={v}' for k, v in kernel.consts)}" if kernel.consts else ""),
     ]
     for a in kernel.assumptions:
-        head.append(f"  assume {expr(a.predicate)}")
+        head.append(f"  assume {expr(a.predicate) if a.kind == 'predicate' else a.text}")
     return "\n".join(head + print_region(kernel.body, 1, root)) + "\n"

@@ -68,7 +68,20 @@ from argus.spec.async_ops import (
     warp_role,
 )
 from argus.spec.builder import SpecError
-from argus.spec.kernel import Global, Index, Kernel, aligned, const, kernel, kernel_hash, no_alias
+from argus.spec.kernel import (
+    Global,
+    Index,
+    Kernel,
+    aligned,
+    const,
+    divisible,
+    eq,
+    ids_in_range,
+    kernel,
+    kernel_hash,
+    monotone,
+    no_alias,
+)
 from argus.spec.mma_ops import (
     atomic_add,
     broadcast,
@@ -117,7 +130,7 @@ __all__ = [
     "barrier", "bf16", "block_id", "bool_", "cdiv", "cluster_rank", "const", "convert", "copy",
     "e4m3fn", "e4m3fnuz", "e5m2", "e5m2fnuz", "elementwise", "exp2", "f16", "f32", "fma",
     "fragment", "full", "i8", "i32", "kernel", "kernel_hash", "lane_id", "load", "maximum",
-    "minimum", "no_alias", "range", "reset_tags", "select", "shared", "store", "tag",
+    "minimum", "divisible", "eq", "ids_in_range", "monotone", "no_alias", "range", "reset_tags", "select", "shared", "store", "tag",
     "thread_id", "u32", "warp_id", "warpgroup_id", "zeros",
 ]
 __all__ += [

@@ -11,8 +11,9 @@ A kernel's parameters are annotated:
 
 ``@kernel(threads=..., grid=..., cluster=..., assume=...)``: ``grid`` and ``assume`` are
 functions whose parameter names pick sizes, consts and tensors by name; ``assume`` returns
-conditions (sympy relations over sizes, :func:`aligned`, :func:`no_alias`) that the verifier
-may assume and the runtime checks at launch.
+conditions (sympy relations over sizes, :func:`aligned`, :func:`no_alias`, and properties of
+index tensors: :func:`ids_in_range`, :func:`monotone`) that the verifier may assume and the
+runtime checks at launch.
 """
 
 from __future__ import annotations
@@ -89,6 +90,18 @@ class NoAlias:
     tensors: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class IdsInRange:
+    tensor: str
+    low: Any
+    high: Any
+
+
+@dataclass(frozen=True)
+class Monotone:
+    tensor: str
+
+
 def aligned(tensor: Tensor, nbytes: int) -> Aligned:
     """Assumption: the tensor's base address is a multiple of ``nbytes``."""
     return Aligned(tensor.view.buffer.name, nbytes)
@@ -97,6 +110,29 @@ def aligned(tensor: Tensor, nbytes: int) -> Aligned:
 def no_alias(*tensors: Tensor) -> NoAlias:
     """Assumption: the tensors' memory does not overlap."""
     return NoAlias(tuple(t.view.buffer.name for t in tensors))
+
+
+def eq(a: Any, b: Any) -> Any:
+    """``a == b`` as an equation when either side is symbolic (Python's ``==`` on sympy
+    expressions compares structure); a bool when both are constants."""
+    from argus.spec.ops import _argus_eq
+
+    return _argus_eq(a, b)
+
+
+def divisible(value: Any, divisor: int) -> Any:
+    """Assumption/condition: ``value % divisor == 0``."""
+    return eq(symbolic.mod(value, divisor), 0)
+
+
+def ids_in_range(tensor: Tensor, low: Any, high: Any) -> IdsInRange:
+    """Assumption: every element of the index tensor lies in ``[low, high)`` (e.g. expert ids < E)."""
+    return IdsInRange(tensor.view.buffer.name, low, high)
+
+
+def monotone(tensor: Tensor) -> Monotone:
+    """Assumption: the index tensor is non-decreasing (e.g. segment offsets of sorted tokens)."""
+    return Monotone(tensor.view.buffer.name)
 
 
 def _call_by_names(fn: Callable[..., Any], env: dict[str, Any], what: str) -> Any:
@@ -122,7 +158,12 @@ class Kernel:
         self.cluster = cluster
         self.assume = assume
         self.position = SourcePosition(fn.__code__.co_filename, fn.__code__.co_firstlineno)
-        self.signature = inspect.signature(fn)
+        try:  # string annotations (``from __future__ import annotations``) are evaluated
+            self.signature = inspect.signature(fn, eval_str=True)
+        except Exception as err:  # noqa: BLE001 - a bad annotation is the user's error
+            raise B.SpecError(f"cannot evaluate the annotations of kernel {fn.__name__!r}: {err}",
+                              position=SourcePosition(fn.__code__.co_filename, fn.__code__.co_firstlineno),
+                              hint="annotations must be Global(...), Index or const") from None
         self._rewritten: Callable[..., Any] | None = None
         self._cache: dict[tuple[tuple[str, Any], ...], N.Kernel] = {}
         functools.update_wrapper(self, fn)
@@ -263,15 +304,27 @@ class Kernel:
         if isinstance(item, Aligned):
             buffer = arguments[item.tensor].view.buffer
             pred = sympy.Eq(sympy.Mod(sympy.Symbol(f"addr_{buffer.name}", integer=True), item.bytes), 0)
-            return N.Assumption(pred, f"aligned({item.tensor}, {item.bytes})")
+            return N.Assumption(pred, f"aligned({item.tensor}, {item.bytes})", kind="aligned",
+                                tensors=(item.tensor,), bound=(item.bytes,))
         if isinstance(item, NoAlias):
-            return N.Assumption(sympy.true, f"no_alias({', '.join(item.tensors)})")
+            return N.Assumption(sympy.true, f"no_alias({', '.join(item.tensors)})", kind="no_alias",
+                                tensors=item.tensors)
+        if isinstance(item, IdsInRange):
+            return N.Assumption(sympy.true, f"ids_in_range({item.tensor}, {item.low}, {item.high})",
+                                kind="ids_in_range", tensors=(item.tensor,),
+                                bound=(symbolic.normalize(item.low), symbolic.normalize(item.high)))
+        if isinstance(item, Monotone):
+            return N.Assumption(sympy.true, f"monotone({item.tensor})", kind="monotone", tensors=(item.tensor,))
         if isinstance(item, (bool, sympy.Basic)):
             if item is False or item is sympy.false:
-                raise B.SpecError("an assumption is statically false", position=self.position)
+                raise B.SpecError(
+                    "an assumption is statically false", position=self.position,
+                    hint="`==` between size expressions compares their structure in Python; "
+                    "write A.eq(n % 4, 0) or A.divisible(n, 4)")
             return N.Assumption(sympy.true if item is True else item, str(item))
         raise B.SpecError(f"assume: cannot use {item!r} as an assumption", position=self.position,
-                          hint="return sympy relations over sizes, aligned(t, n) or no_alias(a, b)")
+                          hint="return sympy relations over sizes, aligned(t, n), no_alias(a, b), "
+                          "ids_in_range(t, lo, hi) or monotone(t)")
 
 
 def kernel(*, threads: int, grid: Callable[..., Any] | None = None,
