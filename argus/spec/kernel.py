@@ -160,7 +160,7 @@ class Kernel:
         self.position = SourcePosition(fn.__code__.co_filename, fn.__code__.co_firstlineno)
         try:  # string annotations (``from __future__ import annotations``) are evaluated
             self.signature = inspect.signature(fn, eval_str=True)
-        except Exception as err:  # noqa: BLE001 - a bad annotation is the user's error
+        except Exception as err:
             raise B.SpecError(f"cannot evaluate the annotations of kernel {fn.__name__!r}: {err}",
                               position=SourcePosition(fn.__code__.co_filename, fn.__code__.co_firstlineno),
                               hint="annotations must be Global(...), Index or const") from None

@@ -14,7 +14,7 @@ from argus.errors import ArgusError
 from argus.ir.interpreter import Interpreter
 
 sys.path.insert(0, str(Path(__file__).parent))
-import assumption_kernels as K  # noqa: E402
+import assumption_kernels as K
 
 
 def test_assumptions_are_recorded_with_kinds():
