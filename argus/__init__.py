@@ -9,4 +9,12 @@ __version__ = "0.1.0"
 
 from argus.errors import ArgusError, SourcePosition
 
-__all__ = ["ArgusError", "SourcePosition", "__version__"]
+__all__ = ["ArgusError", "SourcePosition", "__version__", "compile"]
+
+
+def __getattr__(name: str):
+    if name == "compile":  # the gated compile entry point, imported on first use
+        from argus.runtime import compile
+
+        return compile
+    raise AttributeError(f"module 'argus' has no attribute {name!r}")

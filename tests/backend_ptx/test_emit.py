@@ -1,0 +1,130 @@
+"""The PTX backend on every NVIDIA example: it lowers, ptxas assembles it, and the SASS holds
+the instructions the kernel asked for (HGMMA for wgmma, UTMALDG for TMA, LDGSTS for cp.async,
+HMMA for mma.sync).  A golden file pins the PTX of the smallest example."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import sympy
+
+from argus.backend_ptx import PtxError, emit_ptx
+from argus.backend_ptx.assemble import build_cubin, disassemble
+from argus.ir import lowering as L
+from argus.spec.kernel import Kernel, kernel_hash
+from argus.toolchain import find_ptxas
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).parent / "golden"
+sys.path.insert(0, str(ROOT / "examples"))
+
+needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed (pip install 'argus-kernels[nvidia]')")
+
+# example -> (targets, SASS instructions that must appear)
+EXAMPLES = {
+    "vector_add": (("sm_90a",), ("LDG.E", "STG.E")),
+    "transpose_swizzled": (("sm_90a",), ("STS", "LDS", "BAR.SYNC")),
+    "row_softmax": (("sm_90a",), ("LDG.E.128", "SHFL.BFLY", "MUFU.EX2", "STG.E.128")),
+    "gemm_mma_sync": (("sm_80", "sm_90a"), ("HMMA.16816.F32.BF16", "LDG.E.128")),
+    "gemm_cp_async": (("sm_80", "sm_90a"), ("HMMA.16816.F32.BF16", "LDGSTS.E.BYPASS.128", "LDGDEPBAR")),
+    "gemm_tma_wgmma": (("sm_90a",), ("HGMMA.64x64x16.F32.BF16", "UTMALDG.2D", "SYNCS.PHASECHK")),
+    "gemm_warp_specialized": (("sm_90a",), ("HGMMA.64x64x16.F32.BF16", "UTMALDG.2D", "USETMAXREG")),
+}
+
+
+def _kernel(module_name: str):
+    module = importlib.import_module(module_name)
+    (k,) = [v for v in vars(module).values() if isinstance(v, Kernel)]
+    return k.specialize()
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("module_name,target", [(m, t) for m, (ts, _) in EXAMPLES.items() for t in ts])
+def test_every_nvidia_example_assembles_and_its_sass_has_the_atoms(module_name, target):
+    kernel = _kernel(module_name)
+    ptx = emit_ptx(kernel, target, root=str(ROOT))
+    cubin = build_cubin(ptx, kernel_hash(kernel))
+    assert "spill" not in cubin.log or "0 bytes spill stores" in cubin.log
+    assert "warning" not in cubin.log.lower(), cubin.log
+    try:
+        sass = disassemble(cubin.image)
+    except Exception as err:  # no disassembler: assembling is the test
+        pytest.skip(f"no SASS disassembler: {err}")
+    for instruction in EXAMPLES[module_name][1]:
+        assert instruction in sass, f"{instruction} missing from the SASS of {module_name} ({target})"
+
+
+def test_ptx_is_readable_with_source_lines():
+    ptx = emit_ptx(_kernel("gemm_tma_wgmma"), "sm_90a", root=str(ROOT)).text
+    assert "// examples/gemm_tma_wgmma.py:43" in ptx
+    assert ".version 8.0" in ptx and ".target sm_90a" in ptx
+    assert "wgmma.fence.sync.aligned;" in ptx and "wgmma.wait_group.sync.aligned 0;" in ptx
+    assert "cvta.param.u64" in ptx  # the tensor map's generic address
+    assert ".param .align 64 .b8 p_tmap0[128]" in ptx
+
+
+def test_golden_vector_add_ptx():
+    text = emit_ptx(_kernel("vector_add"), "sm_90a", root=str(ROOT)).text
+    path = GOLDEN / "vector_add.ptx"
+    if os.environ.get("ARGUS_UPDATE_GOLDEN") == "1":
+        path.write_text(text)
+    assert text == path.read_text()
+
+
+def test_hopper_atoms_are_refused_for_sm_80():
+    with pytest.raises(PtxError, match="sm_90a"):
+        emit_ptx(_kernel("gemm_tma_wgmma"), "sm_80")
+
+
+def test_synchronous_wgmmas_share_one_fence_commit_and_wait():
+    ptx = emit_ptx(_kernel("gemm_tma_wgmma"), "sm_90a").text
+    # four K steps per stage, in both loops of the pipeline (steady state and drain)
+    assert ptx.count("wgmma.mma_async") == 8
+    assert ptx.count("wgmma.fence.sync.aligned;") == 2
+    assert ptx.count("wgmma.wait_group.sync.aligned 0;") == 2
+
+
+def test_predicates_guard_loads_and_tail_elements():
+    ptx = emit_ptx(_kernel("vector_add"), "sm_90a").text
+    assert re.search(r"setp\.lt\.s32 %p\d+, %r\d+, %r\d+;", ptx)
+    assert re.search(r"@%p\d+ ld\.global\.f32", ptx)
+    assert re.search(r"@%p\d+ st\.global\.f32", ptx)
+
+
+def test_vector_accesses_are_16_bytes_where_alignment_is_proved():
+    ptx = emit_ptx(_kernel("row_softmax"), "sm_90a").text
+    assert "ld.global.v4.f32" in ptx and "st.global.v4.f32" in ptx
+    cp = emit_ptx(_kernel("gemm_cp_async"), "sm_90a").text
+    assert re.search(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+(\+\d+)?\], 16, %r\d+;", cp)
+
+
+def test_floor_division_keeps_its_sign_correction_where_the_dividend_may_be_negative():
+    from argus.backend_ptx.emit import _Emitter
+
+    lowered = L.lower_kernel(_kernel("vector_add"))
+    emitter = _Emitter(lowered, "sm_90a", "8.0", None)
+    emitter.prologue()
+    tid = lowered.kernel.thread_id
+    from argus import symbolic
+
+    before = len(emitter.lines)
+    emitter.value(lowered.facts.truncating(symbolic.FloorDiv(tid - 7, 3)), 32)
+    floor_code = "\n".join(emitter.lines[before:])
+    assert "div.s32" in floor_code and "selp" in floor_code  # floor correction
+    before = len(emitter.lines)
+    emitter.value(lowered.facts.truncating(symbolic.FloorDiv(tid + 7, 3)), 32)
+    trunc_code = "\n".join(emitter.lines[before:])
+    assert "div.s32" in trunc_code and "selp" not in trunc_code  # proved non-negative: plain div
+    before = len(emitter.lines)
+    emitter.value(sympy.Mod(tid - 7, 16), 32)
+    assert "and.b32" in "\n".join(emitter.lines[before:])  # power of two: a mask is floor modulo
