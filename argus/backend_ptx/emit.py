@@ -502,8 +502,8 @@ class _Emitter:
             operands = containers[0] if len(containers) == 1 else "{" + ", ".join(containers) + "}"
             if kind == "ld":
                 self.emit(f"{prefix}ld{space}{vec}.b32 {operands}, {address};")
-                for i, c in enumerate(containers):
-                    self.emit(f"mov.b32 {{{regs[2 * i]}, {regs[2 * i + 1]}}}, {c};")
+                for i, c in enumerate(containers):  # under the same guard: masked elements keep their value
+                    self.emit(f"{prefix}mov.b32 {{{regs[2 * i]}, {regs[2 * i + 1]}}}, {c};")
             else:
                 for i, c in enumerate(containers):
                     self.emit(f"mov.b32 {c}, {{{regs[2 * i]}, {regs[2 * i + 1]}}};")

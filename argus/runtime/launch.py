@@ -97,8 +97,10 @@ def _as_tensor(value: Any, name: str) -> Any:
     raise LaunchError(f"argument {name}: expected a torch tensor or a DLPack producer, got {type(value).__name__}")
 
 
-def bind_arguments(kernel: N.Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> BoundArguments:
-    """Match arguments to parameters and check everything the kernel declares about them."""
+def bind_arguments(kernel: N.Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+                   require_cuda: bool = True) -> BoundArguments:
+    """Match arguments to parameters and check everything the kernel declares about them
+    (``require_cuda=False`` checks host tensors too: for tests of the checks themselves)."""
     torch = _torch()
     params = list(kernel.params)
     if len(args) > len(params):
@@ -137,7 +139,7 @@ def bind_arguments(kernel: N.Kernel, args: tuple[Any, ...], kwargs: dict[str, An
         want = getattr(torch, TORCH_DTYPES.get(buffer.dtype.name, ""), None)
         if want is None or t.dtype != want:
             raise LaunchError(f"argument {p.name}: dtype {t.dtype}, the kernel declares {buffer.dtype}")
-        if not t.is_cuda:
+        if require_cuda and not t.is_cuda:
             raise LaunchError(f"argument {p.name}: a {t.device} tensor; kernels run on CUDA tensors")
         layout = buffer.layout
         shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
