@@ -43,7 +43,14 @@ from argus.abstract_interp.encoding import (
     view_inner_address,
 )
 from argus.abstract_interp.program import Program, Site, build_program, common_loops, may_precede
-from argus.abstract_interp.witness import TARGET, NotInvertible, Variable, invert_address
+from argus.abstract_interp.witness import (
+    COORD_TARGETS,
+    TARGET,
+    NotInvertible,
+    Variable,
+    invert_address,
+    invert_coordinates,
+)
 from argus.ir import nodes as N
 from argus.ir.uniformity import UniformityInfo, analyze
 from argus.smt import terms as T
@@ -76,6 +83,7 @@ class Witness:
     values: dict[sympy.Symbol, Any]
     latest: tuple[Any, ...] = ()
     monotone: tuple[Any, ...] = ()  # latest loops whose guard must be shown monotone
+    logical: bool = False  # the witness reads logical coordinates (COORD_TARGETS), not an address
 
 
 @dataclass(frozen=True)
@@ -84,12 +92,15 @@ class Resolution:
 
     tag: TG.TagValue
     initialized: T.Term
-    lemmas: frozenset[int] = frozenset()
+    lemmas: frozenset[Any] = frozenset()
     approximations: tuple[str, ...] = ()
+    #: ``(condition, tag, writer)`` cases, mutually exclusive and exhaustive (``writer`` is
+    #: ``None`` for "no write hits": the initial tag); empty when not tracked
+    branches: tuple[tuple[T.Term, TG.TagValue, Any], ...] = ()
 
 
-def _merge_deps(parts: Iterable[Resolution]) -> tuple[frozenset[int], tuple[str, ...]]:
-    lemmas: set[int] = set()
+def _merge_deps(parts: Iterable[Resolution]) -> tuple[frozenset[Any], tuple[str, ...]]:
+    lemmas: set[Any] = set()
     approx: dict[str, None] = {}
     for p in parts:
         lemmas |= p.lemmas
@@ -121,7 +132,7 @@ class Analysis:
         self.uniformity: UniformityInfo = analyze(kernel)
         self.tid = kernel.thread_id
         self.block_ids = kernel.block_ids
-        self.encoder.instance_symbols.add(TARGET)
+        self.encoder.instance_symbols.update((TARGET, *COORD_TARGETS))
         for site in self.program.sites:
             for loop in site.loops:
                 self.encoder.instance_symbols.add(loop.var)
@@ -174,11 +185,62 @@ class Analysis:
             if isinstance(op, N.ReadIndex):
                 self.read_index_sites[op.result] = site
                 self.encoder.instance_symbols.add(op.result)
-        for _symbol, site in self.read_index_sites.items():
+        swizzles: dict[str, set] = {}
+        for site in self.program.sites:
+            for acc in self.accesses.get(site.index, []):
+                swizzles.setdefault(acc.buffer.name, set()).add(acc.view.swizzle)
+        #: buffers all of whose views apply one swizzle: keyed by the offset before it
+        self.swizzle_keyed = {name for name, kinds in swizzles.items() if len(kinds) == 1 and None not in kinds}
+        self.logical_buffers = self._logical_buffers()
+        for site in self.read_index_sites.values():
             buffer = site.op.src.buffer
             if buffer.space is not N.MemorySpace.GLOBAL or any(w.write.data for w in self.writers.get(buffer.name, [])):
                 self.unsupported[site.index] = (f"read_index of memory the kernel writes (%{buffer.name}) "
                                                 f"at {site.op.loc}")
+
+    def _logical_buffers(self) -> set[str]:
+        """Global tensors with run-time strides whose every view states its elements' logical
+        coordinates: reads and writes of them are matched by coordinate (static arithmetic)
+        rather than by address, which the ``coordinates`` lemmas justify."""
+        views: dict[str, list[N.View]] = {}
+        for site in self.program.sites:
+            for acc in self.accesses.get(site.index, []):
+                views.setdefault(acc.buffer.name, []).append(acc.view)
+        out = set()
+        for name, vs in views.items():
+            buffer = vs[0].buffer
+            layout = buffer.layout
+            if buffer.space is not N.MemorySpace.GLOBAL or layout is None or name in self.taint:
+                continue
+            strides = layout.stride if isinstance(layout.stride, tuple) else (layout.stride,)
+            if all(symbolic.static_value(s) is not None for s in strides):
+                continue
+            if all(self.logical_view(v) is not None for v in vs):
+                out.add(name)
+        return out
+
+    @staticmethod
+    def logical_view(view: N.View) -> tuple[Any, ...] | None:
+        """The view's element coordinates in its buffer's tensor (``None``: not stated)."""
+        layout = view.buffer.layout
+        if layout is None:
+            return None
+        rank = len(layout.shape) if isinstance(layout.shape, tuple) else 1
+        if view.coords is not None:
+            return tuple(view.coords) if len(view.coords) == rank else None
+        if symbolic.static_value(view.offset) == 0 and view.layout == layout:
+            return tuple(Analysis._coord_symbols(view))
+        return None
+
+    def is_logical(self, buffer: N.Buffer) -> bool:
+        return buffer.name in self.logical_buffers
+
+    def tensor_address(self, inst: Instance, buffer: N.Buffer, logical: tuple[T.Term, ...]) -> T.Term:
+        """The buffer layout at a logical coordinate."""
+        rank = len(logical)
+        coords = N.COORDS[:rank]
+        expr = buffer.layout(coords[0] if rank == 1 else tuple(coords))
+        return self.encoder.term(symbolic.to_sympy(expr), {**inst.values, **dict(zip(coords, logical))})
 
     def _launch_tag_problem(self, site: Site, write: M.Write, written: bool) -> str | None:
         where = f" at {site.op.loc}" if site.op.loc else ""
@@ -240,12 +302,48 @@ class Analysis:
     def path(self, inst: Instance) -> T.Term:
         return self.value(inst, inst.site.path)
 
-    def address(self, inst: Instance, view: N.View) -> T.Term:
+    def inner_address(self, inst: Instance, view: N.View) -> T.Term:
+        """``offset + layout(c)`` of the instance's element, before the view's swizzle."""
         inner = self._inner.get(id(view))
         if inner is None:
             inner = self._inner[id(view)] = (view, view_inner_address(view))
-        term = self.value(inst, inner[1])
-        return view.swizzle(term) if view.swizzle is not None else term
+        return self.value(inst, inner[1])
+
+    def address(self, inst: Instance, view: N.View) -> T.Term:
+        term = self.inner_address(inst, view)
+        return self.swizzle(view, term) if view.swizzle is not None else term
+
+    def key(self, inst: Instance, view: N.View) -> T.Term:
+        """The element's place in memory as reads, writes and races compare it: the address,
+        or for a swizzled buffer whose views all carry the same swizzle (a bijection) the
+        offset before it, which keeps bit-vector arithmetic out of most VCs."""
+        if view.buffer.name in self.swizzle_keyed:
+            return self.inner_address(inst, view)
+        return self.address(inst, view)
+
+    @staticmethod
+    def swizzle(view: N.View, term: T.Term) -> T.Term:
+        """``view.swizzle(term)`` in linear integer arithmetic: each bit of the two ``B``-bit
+        fields is read with a floor division and a modulo by a power of two, and their xor is
+        the parity of the sum.  Exact on every integer (floor division is the arithmetic
+        shift of two's complement), and far easier for the solvers than bit-vector
+        conversions; swizzles other than :class:`~argus.layout_algebra.Swizzle` are applied
+        as they are."""
+        from argus.layout_algebra.swizzle import Swizzle
+
+        sw = view.swizzle
+        if not isinstance(sw, Swizzle):
+            try:
+                return sw(term)
+            except T.TermError as err:
+                raise EncodingError(f"cannot swizzle the address of %{view.buffer.name}: {err.message}") from None
+        if sw.bits == 0:
+            return term
+        source = T.floormod(T.floordiv(term, 1 << (sw.base + max(0, sw.shift))), 1 << sw.bits)
+        target = T.floormod(T.floordiv(term, 1 << (sw.base - min(0, sw.shift))), 1 << sw.bits)
+        xor = T.add(*(T.mul(1 << i, T.floormod(T.add(T.floordiv(source, 1 << i), T.floordiv(target, 1 << i)), 2))
+                      for i in range(sw.bits)))
+        return T.add(term, T.mul(T.sub(xor, target), 1 << (sw.base - min(0, sw.shift))))
 
     def active(self, inst: Instance, access: M.Access) -> T.Term:
         parts = [self.path(inst)]
@@ -256,8 +354,13 @@ class Analysis:
         return T.and_(*parts)
 
     def in_bounds(self, inst: Instance, view: N.View) -> T.Term:
+        size = self.value(inst, view.buffer.size)
         a = self.address(inst, view)
-        return T.and_(T.le(0, a), T.lt(a, self.value(inst, view.buffer.size)))
+        parts = [T.le(0, a), T.lt(a, size)]
+        if view.swizzle is not None:
+            inner = self.inner_address(inst, view)
+            parts += [T.le(0, inner), T.lt(inner, size)]
+        return T.and_(*parts)
 
     def epoch(self, inst: Instance) -> T.Term:
         return self.value(inst, inst.site.epoch)
@@ -339,6 +442,9 @@ class Analysis:
         latest, monotone = self._latest_loops(writer, sympy.sympify(address).xreplace(pinned), pinned)
         free = [v for v in variables if v.symbol not in {lp.var for lp in latest}]
         try:
+            if self.is_logical(writer.view.buffer):
+                coords = [site.expr(c) for c in self.logical_view(writer.view)]
+                return Witness(invert_coordinates(coords, free, pinned), latest, monotone, True)
             return Witness(invert_address(address, free, pinned), latest, monotone)
         except NotInvertible as err:
             return f"cannot invert the write at {site.describe()}: {err}"
@@ -402,14 +508,20 @@ class Analysis:
         return params
 
     def witness_instance(self, writer: Writer, address: T.Term, params: dict,
-                         reader: Instance | None = None) -> Instance:
-        """The writer's instance that wrote ``address`` (if any did), as terms."""
+                         reader: Instance | None = None, logical: tuple[T.Term, ...] | None = None) -> Instance:
+        """The writer's instance that wrote the element keyed ``address`` (:meth:`key`), or at
+        the ``logical`` coordinate for a logical buffer, if any did, as terms."""
         witness = self.witness(writer)
         assert not isinstance(witness, str)
-        view = writer.view
-        target = view.swizzle(address) if view.swizzle is not None else address
         values = dict(params)
-        binding = {**params, TARGET: target}
+        view = writer.view
+        if view.swizzle is not None and view.buffer.name not in self.swizzle_keyed:
+            address = self.swizzle(view, address)  # views disagree on the swizzle: undo this one's
+        binding = {**params, TARGET: address}
+        if witness.logical:
+            if logical is None:
+                raise EncodingError(f"a read of %{writer.view.buffer.name} without logical coordinates")
+            binding.update(zip(COORD_TARGETS, logical))
         for sym, expr in witness.values.items():
             values[sym] = self.encoder.term(writer.site.expr(expr), binding)
         if witness.latest:
@@ -462,7 +574,7 @@ class Analysis:
         if got is None:
             try:
                 inst, _ = self.fresh(writer.site, "#range", view=writer.view)
-                got = T.interval(self.address(inst, writer.view))
+                got = T.interval(self.key(inst, writer.view))
             except (EncodingError, T.TermError):
                 got = (None, None)
             self._ranges[id(writer)] = got
@@ -478,18 +590,22 @@ class Analysis:
 
     def read(self, inst: Instance, view: N.View) -> Resolution:
         """What ``inst`` reads through ``view`` (at its element coordinates)."""
-        return self.resolve(inst, view.buffer, self.address(inst, view))
+        logical = self.logical(inst, view) if self.is_logical(view.buffer) else None
+        return self.resolve(inst, view.buffer, self.key(inst, view), logical)
 
-    def resolve(self, reader: Instance, buffer: N.Buffer, address: T.Term) -> Resolution:
-        """The last write of ``address`` before ``reader`` (see the module docstring)."""
+    def resolve(self, reader: Instance, buffer: N.Buffer, address: T.Term,
+                logical: tuple[T.Term, ...] | None = None) -> Resolution:
+        """The last write of ``address`` (or, for a logical buffer, of the element at
+        ``logical``) before ``reader`` (see the module docstring)."""
         related = tuple(reader.values.get(s) for s in (self.tid, *self.block_ids, *(lp.var for lp in reader.site.loops)))
-        key = (reader.site.index, buffer.name, address, related)
+        key = (reader.site.index, buffer.name, address, logical, related)
         got = self._resolutions.get(key)
         if got is None:
-            got = self._resolutions[key] = self._resolve(reader, buffer, address)
+            got = self._resolutions[key] = self._resolve(reader, buffer, address, logical)
         return got
 
-    def _resolve(self, reader: Instance, buffer: N.Buffer, address: T.Term) -> Resolution:
+    def _resolve(self, reader: Instance, buffer: N.Buffer, address: T.Term,
+                 logical: tuple[T.Term, ...] | None = None) -> Resolution:
         if buffer.name in self.taint:
             reason = self.taint[buffer.name]
             return Resolution(self.havoc_tag(buffer.name), self.havoc_bool(f"{buffer.name}.written"),
@@ -502,15 +618,23 @@ class Analysis:
                 continue
             if disjoint(wanted, self.address_range(writer)):
                 continue
-            entries.append(self._candidate(writer, reader, address))
+            entries.append(self._candidate(writer, reader, address, logical))
         parts = [e[3] for e in entries]
         lemmas, approximations = _merge_deps(parts)
         lemmas = lemmas | {e[0].site.index for e in entries if e[2] is not None}
+        if logical is not None and entries:
+            lemmas = lemmas | {("coordinates", buffer.name)}
         initial = TG.BOTTOM
         static_order = all(not common_loops(a[0].site, b[0].site) for a, b in itertools.combinations(entries, 2))
         entries.sort(key=lambda e: (not e[0].launch, e[0].site.index))
         tag = initial
+        branches = []
         if static_order:
+            later: list[T.Term] = []
+            for writer, hit, _, res in reversed(entries):
+                branches.append((T.and_(hit, *later), res.tag, writer))
+                later.append(T.not_(hit))
+            branches.append((T.and_(*later), initial, None))
             for _, hit, _, res in entries:
                 tag = TG.select(hit, res.tag, tag)
         else:
@@ -529,9 +653,10 @@ class Analysis:
             initialized = T.TRUE
         else:
             initialized = T.or_(*(hit for writer, hit, _, _ in entries if writer.write.data))
-        return Resolution(tag, initialized, lemmas, approximations)
+        return Resolution(tag, initialized, lemmas, approximations, tuple(branches))
 
-    def _candidate(self, writer: Writer, reader: Instance, address: T.Term):
+    def _candidate(self, writer: Writer, reader: Instance, address: T.Term,
+                   logical: tuple[T.Term, ...] | None = None):
         """``(writer, hit, witness instance, resolution of the written tag)``; the instance is
         ``None`` when the writer could not be inverted (then hit and tag are havocked)."""
         witness = self.witness(writer)
@@ -539,12 +664,16 @@ class Analysis:
             return (writer, self.havoc_bool("hit"), None,
                     Resolution(self.havoc_tag("written"), T.TRUE, approximations=(witness,)))
         try:
-            inst = self.witness_instance(writer, address, self.writer_params(writer, reader), reader)
-            hit = T.and_(self.ranges(writer, inst), T.eq(self.address(inst, writer.view), address),
+            inst = self.witness_instance(writer, address, self.writer_params(writer, reader), reader, logical)
+            if witness.logical:
+                same = T.and_(*(T.eq(x, y) for x, y in zip(self.logical(inst, writer.view), logical)))
+            else:
+                same = T.eq(self.key(inst, writer.view), address)
+            hit = T.and_(self.ranges(writer, inst), same,
                          self.guard(writer, inst),
                          T.TRUE if writer.launch else self.precedes(inst, reader))
             written = self.written_tag(writer, inst)
-        except EncodingError as err:
+        except (EncodingError, T.TermError) as err:
             reason = f"cannot encode the write at {writer.site.describe()}: {err.message}"
             return (writer, self.havoc_bool("hit"), None,
                     Resolution(self.havoc_tag("written"), T.TRUE, approximations=(reason,)))

@@ -28,6 +28,7 @@ from typing import Any
 import sympy
 
 from argus.abstract_interp import memory as M
+from argus.abstract_interp import tags as TG
 from argus.abstract_interp.analysis import (
     Analysis,
     Resolution,
@@ -91,7 +92,7 @@ def generate(analysis: Analysis) -> list[VC]:
         for make in (_barrier, _tag, _bounds, _uninitialized, _races, _write_conflicts):
             try:
                 make(b, site)
-            except EncodingError as err:
+            except (EncodingError, T.TermError) as err:
                 b.unknown(make.__name__.strip("_").replace("_", "-"), site,
                           f"cannot encode {site.describe()}: {err.message}")
     _lemmas(b)
@@ -147,21 +148,33 @@ def _tag(b: _Builder, site: Site) -> None:
     inst, hyps = a.fresh(site, view=op.view)
     hyps = hyps + [a.path(inst)] + ([a.value(inst, op.view.valid)] if op.view.valid is not None else [])
     mine = a.read(inst, op.view)
-    roles = {**_roles(a, inst, op.view), "actual": mine.tag, "message": op.message}
-    if op.equal_to is not None:
-        other = a.read(inst, op.equal_to)
-        goal = T.and_(mine.tag.defined, mine.tag.same(other.tag))
-        roles["expected"] = other.tag
-        b.add("tag", site, hyps, goal, op.message or "assert_tag_eq", roles, _merge_deps([mine, other]))
-        return
+    other = a.read(inst, op.equal_to) if op.equal_to is not None else None
+    deps = _merge_deps([mine] + ([other] if other is not None else []))
     at = a.with_logical(inst, op.view)
-    binding = dict(at.values)
-    for name, sym in op.tag_symbols:
-        binding[sym] = mine.tag.fields[int(name[1:])]
-    pred = a.encoder.term(site.expr(op.predicate), binding)
-    roles["expected_fields"] = {i: a.value(at, e) for i, e in _expected_fields(op).items()}
-    b.add("tag", site, hyps, T.and_(mine.tag.defined, pred), op.message or "assert_tag", roles,
-          _merge_deps([mine]))
+    expected = {i: a.value(at, e) for i, e in _expected_fields(op).items()}
+
+    def goal(tag: TG.TagValue) -> T.Term:
+        if other is not None:
+            return T.and_(tag.defined, tag.same(other.tag))
+        binding = dict(at.values)
+        for name, sym in op.tag_symbols:
+            binding[sym] = tag.fields[int(name[1:])]
+        return T.and_(tag.defined, a.encoder.term(site.expr(op.predicate), binding))
+
+    message = op.message or ("assert_tag_eq" if other is not None else "assert_tag")
+    # one VC per last writer of the element when there are several: each is a far easier
+    # query than the whole ite chain, and together they are equivalent to it
+    cases = mine.branches if len(mine.branches) > 2 else ((T.TRUE, mine.tag, None),)
+    for condition, tag, writer in cases:
+        roles = {**_roles(a, inst, op.view), "actual": tag, "message": op.message}
+        if other is not None:
+            roles["expected"] = other.tag
+        else:
+            roles["expected_fields"] = expected
+        if len(cases) > 1:
+            roles["case"] = f"last written by {writer.describe()}" if writer is not None else "never written"
+            roles["whole"] = {"actual": mine.tag}  # what the element holds, over all cases
+        b.add("tag", site, [*hyps, condition], goal(tag), message, roles, deps)
 
 
 def _bounds(b: _Builder, site: Site) -> None:
@@ -199,6 +212,17 @@ def _uninitialized(b: _Builder, site: Site) -> None:
               (res.lemmas, res.approximations))
 
 
+def _same(a: Analysis, first: Instance, view: N.View, second: Instance, other: N.View) -> T.Term:
+    """The two instances access the same element (logical buffers: the same coordinate)."""
+    if a.is_logical(view.buffer):
+        return T.and_(*(T.eq(x, y) for x, y in zip(a.logical(first, view), a.logical(second, other))))
+    return T.eq(a.key(first, view), a.key(second, other))
+
+
+def _element_deps(a: Analysis, buffer: N.Buffer) -> tuple[frozenset, tuple[str, ...]]:
+    return (frozenset({("coordinates", buffer.name)}) if a.is_logical(buffer) else frozenset(), ())
+
+
 def _shared_like(buffer: N.Buffer) -> bool:
     return buffer.space in (N.MemorySpace.SHARED, N.MemorySpace.GLOBAL)
 
@@ -225,11 +249,11 @@ def _races(b: _Builder, site: Site) -> None:
                         and not common_loops(site, other_site):
                     continue
                 second, more = a.fresh(other_site, f"'{other_site.index}", view=other.view, block=block)
-                if disjoint(_interval(a.address(first, acc.view)), _interval(a.address(second, other.view))):
+                if disjoint(_interval(a.key(first, acc.view)), _interval(a.key(second, other.view))):
                     continue
                 conflict = T.and_(a.active(first, acc), a.active(second, other),
                                   T.ne(first.values[a.tid], second.values[a.tid]),
-                                  T.eq(a.address(first, acc.view), a.address(second, other.view)),
+                                  _same(a, first, acc.view, second, other.view),
                                   T.eq(a.epoch(first), a.epoch(second)), *more)
                 if conflict is T.FALSE:
                     continue
@@ -242,7 +266,7 @@ def _races(b: _Builder, site: Site) -> None:
         what = "write" if acc.kind == "write" else "read"
         b.add("race", site, hyps, T.not_(T.or_(*conflicts)),
               f"the {what} of %{acc.buffer.name} ({acc.role}) does not conflict with another thread's access "
-              "between the same barriers", roles)
+              "between the same barriers", roles, _element_deps(a, acc.buffer))
     for acc in _data_accesses(a, site):
         if acc.kind != "read" or acc.buffer.space is not N.MemorySpace.GLOBAL or _single_block(a):
             continue
@@ -254,10 +278,10 @@ def _races(b: _Builder, site: Site) -> None:
         alternatives, conflicts = [], []
         for other_site, other in writers:
             second, more = a.fresh(other_site, f"'{other_site.index}", view=other.view)
-            if disjoint(_interval(a.address(first, acc.view)), _interval(a.address(second, other.view))):
+            if disjoint(_interval(a.key(first, acc.view)), _interval(a.key(second, other.view))):
                 continue
             conflict = T.and_(a.active(first, acc), a.active(second, other), _other_block(a, first, second),
-                              T.eq(a.address(first, acc.view), a.address(second, other.view)), *more)
+                              _same(a, first, acc.view, second, other.view), *more)
             conflicts.append(conflict)
             alternatives.append((conflict, {"other_site": other_site, "other_access": other,
                                             **_roles(a, second, other.view, "other_")}))
@@ -266,7 +290,7 @@ def _races(b: _Builder, site: Site) -> None:
         roles = {**_roles(a, first, acc.view), "access": acc, "alternatives": alternatives, "cross_block": True}
         b.add("race", site, hyps, T.not_(T.or_(*conflicts)),
               f"the read of %{acc.buffer.name} ({acc.role}) does not read what another block writes "
-              "(blocks are not ordered)", roles)
+              "(blocks are not ordered)", roles, _element_deps(a, acc.buffer))
 
 
 def _single_block(a: Analysis) -> bool:
@@ -291,10 +315,10 @@ def _write_conflicts(b: _Builder, site: Site) -> None:
                 if other.kind != "write" or other.buffer is not acc.buffer:
                     continue
                 second, more = a.fresh(other_site, f"'{other_site.index}", view=other.view)
-                if disjoint(_interval(a.address(first, acc.view)), _interval(a.address(second, other.view))):
+                if disjoint(_interval(a.key(first, acc.view)), _interval(a.key(second, other.view))):
                     continue
                 conflict = T.and_(a.active(first, acc), a.active(second, other), _other_block(a, first, second),
-                                  T.eq(a.address(first, acc.view), a.address(second, other.view)), *more)
+                                  _same(a, first, acc.view, second, other.view), *more)
                 conflicts.append(conflict)
                 alternatives.append((conflict, {"other_site": other_site, "other_access": other,
                                                 **_roles(a, second, other.view, "other_")}))
@@ -302,7 +326,8 @@ def _write_conflicts(b: _Builder, site: Site) -> None:
             continue
         roles = {**_roles(a, first, acc.view), "access": acc, "alternatives": alternatives}
         b.add("write-conflict", site, hyps, T.not_(T.or_(*conflicts)),
-              f"no other block writes the element of %{acc.buffer.name} this thread writes", roles)
+              f"no other block writes the element of %{acc.buffer.name} this thread writes", roles,
+              _element_deps(a, acc.buffer))
 
 
 # --------------------------------------------------------------------------- lemmas
@@ -310,14 +335,49 @@ def _write_conflicts(b: _Builder, site: Site) -> None:
 
 def _lemmas(b: _Builder) -> None:
     a = b.analysis
-    needed = sorted({i for vc in b.vcs for i in vc.lemmas})
+    needed = sorted({key for vc in b.vcs for key in vc.lemmas}, key=str)
     by_site = {w.site.index: w for ws in a.writers.values() for w in ws}
-    for index in needed:
-        writer = by_site[index]
+    for key in needed:
+        if isinstance(key, tuple):
+            _coordinates(b, key[1])
+            continue
+        writer = by_site[key]
         try:
             _lemma(b, writer)
-        except EncodingError as err:
-            b.unknown("witness", writer.site, f"cannot encode the witness of {writer.describe()}: {err.message}")
+        except (EncodingError, T.TermError) as err:
+            vc = b.unknown("witness", writer.site, f"cannot encode the witness of {writer.describe()}: {err.message}")
+            vc.roles["lemma_key"] = key
+
+
+def _coordinates(b: _Builder, name: str) -> None:
+    """Every access of a logical buffer stays inside each dimension of its tensor and is at
+    the address the tensor's layout gives its coordinate: then equal coordinates are equal
+    addresses and conversely, which is what matching by coordinate relies on."""
+    a = b.analysis
+    key = ("coordinates", name)
+    for site in a.program.sites:
+        for acc in a.accesses.get(site.index, []):
+            if acc.buffer.name != name:
+                continue
+            try:
+                inst, hyps = a.fresh(site, view=acc.view)
+                logical = a.logical(inst, acc.view)
+                layout = acc.buffer.layout
+                shape = layout.shape if isinstance(layout.shape, tuple) else (layout.shape,)
+                inside = [T.and_(T.le(0, c), T.lt(c, a.value(inst, _size(s)))) for c, s in zip(logical, shape)]
+                goal = T.and_(*inside, T.eq(a.key(inst, acc.view), a.tensor_address(inst, acc.buffer, logical)))
+                vc = b.add("coordinates", site, [*hyps, a.active(inst, acc)], goal,
+                           f"the {acc.role} element of %{name} lies inside the tensor, at its layout's address",
+                           {**_roles(a, inst, acc.view), "access": acc, "inside": inside})
+            except (EncodingError, T.TermError) as err:
+                vc = b.unknown("coordinates", site, f"cannot encode the coordinates of %{name}: {err.message}")
+            vc.roles["lemma_key"] = key
+
+
+def _size(mode: Any) -> Any:
+    from argus.layout_algebra import Layout
+
+    return Layout(mode).size
 
 
 def _lemma(b: _Builder, writer: Writer) -> None:
@@ -332,7 +392,8 @@ def _lemma(b: _Builder, writer: Writer) -> None:
         params.pop(a.tid, None)
     recipe = a.witness(writer)
     latest = {lp.var for lp in recipe.latest}
-    witness = a.witness_instance(writer, a.address(inst, writer.view), params, inst)
+    logical = a.logical(inst, writer.view) if recipe.logical else None
+    witness = a.witness_instance(writer, a.key(inst, writer.view), params, inst, logical)
     variables = [v.symbol for v in a.instance_variables(writer) if v.symbol not in latest]
     goal = T.and_(*(T.eq(witness.values[s], inst.values[s]) for s in variables))
     for lp in recipe.monotone:
@@ -346,3 +407,4 @@ def _lemma(b: _Builder, writer: Writer) -> None:
           f"each element written by {writer.describe()} is written by one instance only "
           "(its writer is recovered from the address)", roles)
     b.vcs[-1].roles["writer"] = writer
+    b.vcs[-1].roles["lemma_key"] = writer.site.index

@@ -5,8 +5,9 @@ A :class:`VC` is the validity claim ``hypotheses => goal`` over bounded integer 
 of its negation: the op and source line it is about, the property, and the *roles* of its
 variables (which term is "the thread", "the element", "the other thread").
 
-``lemmas`` names the write sites whose witness VC (``property == "witness"``) this VC
-relies on: the read resolution inside it is exact only when those are proved.
+``lemmas`` names the lemma VCs this VC relies on — the witness VC of a write site (its
+index) and the ``coordinates`` VCs of a tensor matched by coordinate (``("coordinates",
+name)``): the read resolution inside it is exact only when those are proved.
 ``approximations`` lists where the encoding over-approximates (an unsupported op may have
 written the memory read, a write whose writer could not be inverted): the VC can still be
 *proved* (the approximation is sound), but a model of its negation is only a
@@ -32,6 +33,7 @@ PROPERTIES = (
     "barrier",         # every thread of the block reaches each barrier (no divergence)
     "tag",             # assert_tag / assert_tag_eq
     "witness",         # a write's witness function inverts its address map (a lemma)
+    "coordinates",     # accesses of a tensor stay inside each of its dimensions (a lemma)
     "unsupported",     # an op or loop shape the verifier does not handle (always unknown)
 )
 
@@ -47,7 +49,7 @@ class VC:
     goal: T.Term
     message: str
     roles: dict[str, Any] = field(default_factory=dict)
-    lemmas: frozenset[int] = frozenset()
+    lemmas: frozenset[Any] = frozenset()
     approximations: tuple[str, ...] = ()
     unknown: str | None = None  # set when the VC could not be stated: its verdict is unknown
     structural: str | None = None  # set when proved without a solver (the reason why)

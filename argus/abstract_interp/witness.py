@@ -59,7 +59,8 @@ def invert_address(address: Any, variables: list[Variable],
     returned as given.  Raises :class:`NotInvertible` when no witness can be built.
     """
     pinned = dict(pinned or {})
-    expr = sympy.expand(symbolic.to_sympy(address).xreplace(pinned)) if pinned else sympy.expand(address)
+    expr = _floor_divisions(symbolic.to_sympy(address))
+    expr = sympy.expand(expr.xreplace(pinned)) if pinned else sympy.expand(expr)
     result: dict[sympy.Symbol, Any] = dict(pinned)
     digits_of: dict[sympy.Symbol, sympy.Symbol] = {}
     free = [v for v in variables if v.symbol not in pinned]
@@ -79,6 +80,17 @@ def invert_address(address: Any, variables: list[Variable],
         index = sum((value * d.weight for d, value in zip(digits, values) if d.unit == u), sympy.Integer(0))
         result[v.symbol] = v.start + v.step * index
     return result
+
+
+def _floor_divisions(expr: Any) -> Any:
+    """``floor(p / d)`` (what ``//`` on a sympy symbol builds) as ``FloorDiv(p, d)``."""
+    def rewrite(arg: Any) -> Any:
+        num, den = sympy.fraction(sympy.together(arg))
+        if isinstance(den, sympy.Integer) and den > 0:
+            return symbolic.FloorDiv(sympy.expand(num), den)
+        return sympy.floor(arg)
+
+    return expr.replace(lambda e: isinstance(e, sympy.floor), lambda e: rewrite(e.args[0]))
 
 
 @dataclass(frozen=True)
@@ -206,3 +218,96 @@ def _peel(digits: list[_Digit], x: Any) -> list[Any]:
         values[i] = symbolic.to_sympy(value)
         rest = sympy.expand(rest - values[i] * d.stride)
     return values
+
+
+def linearize(coords: list[Any], variables: list[Variable],
+              pinned: Mapping[sympy.Symbol, Any] | None = None) -> tuple[Any, tuple[int, ...]]:
+    """One *virtual address* ``Σ_d coords[d] * S_d`` for a write stated in logical coordinates.
+
+    Global tensors with run-time extents have symbolic strides; their logical coordinates do
+    not.  The static strides ``S_d`` are chosen so that what the instance variables add to
+    different dimensions never overlaps (each ``S_{d+1}`` exceeds the span of dimension
+    ``d``); at most one dimension may have an unbounded span (a symbolic loop), and it gets
+    the largest stride.  Inverting the virtual address with :func:`invert_address` then
+    recovers the instance from a logical coordinate with static arithmetic only.
+    """
+    pinned = dict(pinned or {})
+    spans = [_span(_floor_divisions(symbolic.to_sympy(c)).xreplace(pinned), variables) for c in coords]
+    if sum(s is None for s in spans) > 1:
+        raise NotInvertible("more than one dimension grows with a symbolic loop")
+    order = sorted(range(len(coords)), key=lambda d: spans[d] is None)
+    strides = [0] * len(coords)
+    stride = 1
+    for d in order:
+        strides[d] = stride
+        if spans[d] is not None:
+            stride *= 1 << max(1, (spans[d] + 1)).bit_length()
+    virtual = sum((symbolic.to_sympy(c) * s for c, s in zip(coords, strides)), sympy.Integer(0))
+    return sympy.expand(virtual), tuple(strides)
+
+
+def _span(expr: Any, variables: list[Variable]) -> int | None:
+    """The largest value the instance variables add to ``expr`` (``None``: unbounded)."""
+    units = {}
+    for v in variables:
+        u = sympy.Symbol(f"__u_{v.symbol.name}", integer=True, nonnegative=True)
+        units[u] = v
+        expr = expr.xreplace({v.symbol: v.start + v.step * u})
+    _, atoms = _atoms(sympy.expand(expr), set(units))
+    total = 0
+    for atom in atoms:
+        coefficient = symbolic.static_value(atom.coefficient)
+        if coefficient is None or coefficient < 0:
+            return None
+        if atom.hi is not None:
+            top = atom.hi // atom.lo - 1
+        else:
+            extent = symbolic.static_value(units[atom.unit].extent)
+            if extent is None:
+                return None
+            top = (extent - 1) // atom.lo
+        total += coefficient * top
+    return total
+
+
+#: the symbols standing for the logical coordinate read, in witnesses of logical writes
+COORD_TARGETS = tuple(sympy.Symbol(f"__coordinate{d}", integer=True) for d in range(8))
+
+
+def invert_coordinates(coords: list[Any], variables: list[Variable],
+                       pinned: Mapping[sympy.Symbol, Any] | None = None) -> dict[sympy.Symbol, Any]:
+    """Each variable as an expression of the logical coordinate read (:data:`COORD_TARGETS`).
+
+    Dimensions that share no variable are inverted one by one (a whole-tensor view gives
+    ``c_d = coordinate_d``); dimensions that share variables (a thread index split into a
+    row and a column part) are inverted together through :func:`linearize`.
+    """
+    pinned = dict(pinned or {})
+    exprs = [_floor_divisions(symbolic.to_sympy(c)).xreplace(pinned) for c in coords]
+    free = [v for v in variables if v.symbol not in pinned]
+    uses = [{v.symbol for v in free if v.symbol in e.free_symbols} for e in exprs]
+    groups: list[set[int]] = []
+    for d in range(len(exprs)):
+        merged = {d}
+        for g in [g for g in groups if any(uses[d] & uses[e] for e in g)]:
+            merged |= g
+            groups.remove(g)
+        groups.append(merged)
+    result: dict[sympy.Symbol, Any] = dict(pinned)
+    for group in groups:
+        dims = sorted(group)
+        mine = [v for v in free if any(v.symbol in uses[d] for d in dims)]
+        if not mine:
+            continue
+        if len(dims) == 1:
+            values = invert_address(exprs[dims[0]], mine)
+            target = COORD_TARGETS[dims[0]]
+        else:
+            virtual, strides = linearize([exprs[d] for d in dims], mine)
+            values = invert_address(virtual, mine)
+            target = sum((COORD_TARGETS[d] * s for d, s in zip(dims, strides)), sympy.Integer(0))
+        for sym, value in values.items():
+            result[sym] = sympy.sympify(value).xreplace({TARGET: target})
+    for v in free:
+        result.setdefault(v.symbol, v.start)  # a variable no coordinate depends on
+    return result

@@ -345,6 +345,8 @@ def build(vc: VC, analysis: Analysis, model: dict) -> Counterexample:
     sizes = {v.name: _value(v, model) for v in analysis.encoder.sizes.values()}
     sizes = {k: v for k, v in sizes.items() if v is not None}
     view = roles.get("view")
+    if roles.get("whole") is not None:
+        roles = {**roles, "actual": roles["whole"]["actual"]}
     cx = Counterexample(
         kernel=kernel.name, consts=dict(kernel.consts), property=vc.property, message=vc.message, vc=vc.id,
         position=vc.position, op=vc.op, sizes=sizes,

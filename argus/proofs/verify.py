@@ -121,6 +121,10 @@ def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
 
 
+#: properties whose VCs are lemmas other VCs rely on (solved first)
+LEMMAS = ("witness", "coordinates")
+
+
 def vc_hash(vc: VC, query: Any = None) -> str:
     """sha256 of the VC's SMT-LIB query (or of its reason, for a VC that could not be stated)."""
     from argus.smt.smtlib import query_to_smtlib
@@ -144,24 +148,26 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
     prover = prover or LocalProver("z3")
     try:
         analysis, vcs = generate_vcs(kernel, unroll_limit=unroll_limit)
-        lemmas = [vc for vc in vcs if vc.property == "witness"]
-        others = [vc for vc in vcs if vc.property != "witness"]
+        lemmas = [vc for vc in vcs if vc.property in LEMMAS]
+        others = [vc for vc in vcs if vc.property not in LEMMAS]
         results: dict[str, VCResult] = {}
-        lemma_by_site: dict[int, VCResult] = {}
-        explained: dict[tuple, VCResult] = {}  # one replayed counterexample per property and place
+        lemma_results: dict[Any, list[VCResult]] = {}
+        pending: dict[tuple, list] = {}  # refuted VCs by property, place and trust
         for i, vc in enumerate(lemmas + others):
             if progress is not None:
                 progress(i, len(vcs), vc)
             result = _discharge(vc, prover, cache, smtlib_dir, kernel)
-            if vc.property == "witness":
+            if vc.property in LEMMAS:
                 _judge_lemma(result, analysis)
-                lemma_by_site[vc.site.index] = result
+                lemma_results.setdefault(vc.roles.get("lemma_key"), []).append(result)
             else:
-                _judge(result, lemma_by_site, analysis, kernel, replay, minimize, prover, explained)
+                _judge(result, lemma_results, pending)
             results[vc.id] = result
             if cache is not None and result.verdict == "proved" and not result.cached:
                 cache.put(result.hash, {"verdict": "proved", "solver": result.solver,
                                         "resources": result.resources, "property": vc.property})
+        for (_, _, trusted), group in pending.items():
+            _explain(group, trusted, analysis, kernel, replay, minimize, prover)
         ordered = [results[vc.id] for vc in vcs]
         verdicts = {r.verdict for r in ordered}
         verdict = ("refuted" if "refuted" in verdicts else "error" if "error" in verdicts
@@ -222,10 +228,17 @@ def _write_smtlib(vc: VC, digest: str, query: Any, kernel: N.Kernel, directory: 
 
 
 def _judge_lemma(result: VCResult, analysis: Analysis) -> None:
-    """A witness lemma that fails says why reads through that write cannot be resolved."""
+    """A lemma that fails says why reads through that write (or of that tensor) cannot be
+    resolved; it is no property of the kernel by itself, so its verdict is ``unknown``."""
     if result.verdict != "refuted" or result.model is None:
         return
     vc, model = result.vc, result.model
+    if vc.property == "coordinates":
+        access = vc.roles["access"]
+        result.verdict = "unknown"
+        result.reason = (f"the {access.role} of %{access.buffer.name} at {vc.position} leaves a dimension of the "
+                         f"tensor or its layout; reads of %{access.buffer.name} cannot be matched by coordinate")
+        return
     writer = vc.roles.get("writer")
     differ = []
     for name, var in vc.roles.get("variables", {}).items():
@@ -248,44 +261,69 @@ def _judge_lemma(result: VCResult, analysis: Analysis) -> None:
     result.verdict, result.reason = "unknown", reason
 
 
-def _judge(result: VCResult, lemmas: dict[int, VCResult], analysis: Analysis, kernel: N.Kernel,
-           replay: bool, minimize: bool, prover: Prover, explained: dict[tuple, VCResult]) -> None:
+def _judge(result: VCResult, lemmas: dict[Any, list[VCResult]], pending: dict[tuple, list]) -> None:
+    """Lemmas weaken proofs; refutations wait in ``pending`` (by property, place and trust)
+    to be explained together."""
     vc = result.vc
-    weak = [lemmas[i] for i in sorted(vc.lemmas) if i in lemmas and lemmas[i].verdict != "proved"]
+    weak = [r for key in sorted(vc.lemmas, key=str) for r in lemmas.get(key, []) if r.verdict != "proved"]
     trusted = vc.exact and not weak
     if result.verdict == "proved" and weak:
         first = weak[0]
         result.verdict = "unknown"
         result.reason = f"relies on {first.vc.id} ({first.verdict}): {first.reason}"
         return
-    if result.verdict != "refuted" or result.model is None:
-        return
-    place = (vc.property, vc.position)
-    if trusted and place in explained:
-        result.reason = f"the same violation as {explained[place].vc.id} (another element or unrolled copy)"
-        return
-    model = result.model
+    if result.verdict == "refuted" and result.model is not None:
+        pending.setdefault((vc.property, vc.position, trusted), []).append((result, weak))
+
+
+def _explain(group: list, trusted: bool, analysis: Analysis, kernel: N.Kernel, replay: bool,
+             minimize: bool, prover: Prover) -> None:
+    """One counterexample for the VCs refuted at one place: the smallest violation of any of
+    them (the one the interpreter meets first), replayed; the others are the same violation."""
+    results = [r for r, _ in group]
+    _, weak = group[0]
+    # the member whose violation comes first in the interpreter's order (block, thread, element)
+    owner = min(results, key=lambda r: _order(r.vc, r.model))
+    model = owner.model
     if minimize:
         solver = getattr(prover, "solver", None) or "z3"
-        model = CX.minimize(vc, analysis, model, solver=solver if solver in ("z3", "cvc5") else "z3")
-    cx = CX.build(vc, analysis, model)
-    result.counterexample = cx
+        model = CX.minimize(owner.vc, analysis, model, solver=solver if solver in ("z3", "cvc5") else "z3")
+    cx = CX.build(owner.vc, analysis, model)
+    owner.counterexample = cx
+    for r in results:
+        if r is not owner:
+            r.reason = f"the same violation as {owner.vc.id} (another element, case or unrolled copy)"
     if not replay:
         if not trusted:
-            result.verdict = "unknown"
-            result.reason = "model of an approximated encoding (replay disabled): " + "; ".join(
-                vc.approximations or [w.reason or "" for w in weak])
+            for r in results:
+                r.verdict = "unknown"
+                r.reason = "model of an approximated encoding (replay disabled): " + "; ".join(
+                    r.vc.approximations or [w.reason or "" for w in weak])
         return
     cx.replay = CX.replay(kernel, cx)
     status = cx.replay.status
     if status == "reproduced" or (trusted and status in ("not-replayable", "different", "skipped")):
-        explained.setdefault(place, result)
         return
-    if trusted:
-        result.verdict = "error"
-        result.reason = (f"internal error: the counterexample does not replay ({status}: {cx.replay.detail}); "
-                         "please report this kernel")
-        return
-    why = "; ".join(vc.approximations) or "; ".join(f"{w.vc.id}: {w.reason}" for w in weak)
-    result.verdict = "unknown"
-    result.reason = f"a possible violation the interpreter does not confirm ({status}); the encoding approximates: {why}"
+    for r in results:
+        if trusted:
+            r.verdict = "error"
+            r.reason = (f"internal error: the counterexample does not replay ({status}: {cx.replay.detail}); "
+                        "please report this kernel")
+        else:
+            why = "; ".join(r.vc.approximations) or "; ".join(f"{w.vc.id}: {w.reason}" for w in weak)
+            r.verdict = "unknown"
+            r.reason = (f"a possible violation the interpreter does not confirm ({status}); "
+                        f"the encoding approximates: {why}")
+
+
+def _order(vc: VC, model: dict) -> tuple:
+    def value(term: Any) -> int:
+        try:
+            v = evaluate(term, model) if term is not None else 0
+        except EvaluationError:
+            v = 0
+        return v if isinstance(v, int) else 0
+
+    roles = vc.roles
+    block = tuple(value(b) for b in reversed(roles.get("block") or ()))
+    return (block, value(roles.get("thread")), tuple(value(c) for c in roles.get("element") or ()))

@@ -22,6 +22,8 @@ MUTATIONS = [
      "race", "race", "A.copy(s.tile((1,), ((t + 1) % 64,))"),
     ("overlapping iterations (grid-stride loop)", V.grid_stride_copy, {"STRIDE": 256}, {"STRIDE": 192},
      "write-conflict", "write-conflict", "A.store(v, out)"),
+    ("store/load swizzle mismatch", V.swizzled_stage, {"MISMATCH": False}, {"MISMATCH": True},
+     "tag", "tag", "A.assert_tag(y.tile((1, 32)"),
 ]
 
 

@@ -1,8 +1,12 @@
 """Kernels for the verifier tests: correct ones and mutations that each plant one bug."""
 
+import dataclasses
+
 import sympy
 
 import argus.spec as A
+from argus.layout_algebra import Swizzle
+from argus.spec.tensor import Tensor
 
 
 @A.kernel(threads=64, grid=lambda n: (A.cdiv(n, 64),), assume=lambda n: [n >= 1])
@@ -107,3 +111,20 @@ def async_copy(x: A.Global(A.f32, "32"), y: A.Global(A.f32, "32")):
     A.copy(x.tile((1,), (A.thread_id(),)), s.tile((1,), (A.thread_id(),)), atom="cp.async.4")
     A.barrier()
     A.copy(s.tile((1,), (A.thread_id(),)), y.tile((1,), (A.thread_id(),)))
+
+
+@A.kernel(threads=32)
+def swizzled_stage(x: A.Global(A.f32, "32 32"), y: A.Global(A.f32, "32 32"), MISMATCH: A.const = False):
+    """Stage a tile through swizzled shared memory; MISMATCH reads it back through a view that
+    forgets the swizzle (store/load swizzle mismatch)."""
+    A.tag(x, lambda i, j: (i, j), "x")
+    s = A.shared(A.f32, (32, 32), swizzle=Swizzle(5, 0, 5))
+    back = Tensor(dataclasses.replace(s.view, swizzle=None)) if MISMATCH else s
+    t = A.thread_id()
+    for r in A.range(32, unroll=True):
+        A.copy(x.tile((1, 1), (r, t)), s.tile((1, 1), (r, t)))
+    A.barrier()
+    for r in A.range(32, unroll=True):
+        A.copy(back.tile((1, 1), (r, t)), y.tile((1, 1), (r, t)))
+    A.barrier()
+    A.assert_tag(y.tile((1, 32), (t, 0)), lambda i, j, tg: tg == (i, j), "y[i, j] holds x[i, j]")
