@@ -318,16 +318,28 @@ def render_inst(inst: Inst, assignment: dict[VirtualReg, int] | None = None) -> 
     return text
 
 
+def value_annotation(inst: Inst) -> str:
+    """``vals=%12,%7+1``: the program value (virtual register id, plus the first dword's offset)
+    each register operand holds, in operand order.  The hazard checker reads it to tell which
+    value a register is meant to hold (register overlap); the hardware ignores comments."""
+    refs = [op for op in inst.operands if isinstance(op, RegRef)]
+    return "vals=" + ",".join(f"%{r.reg.id}" + (f"+{r.offset}" if r.offset else "") for r in refs)
+
+
 def render(items: list[Item], assignment: dict[VirtualReg, int] | None = None, *,
            comments: bool = True) -> str:
-    """The assembly text of a body (one instruction or label per line)."""
+    """The assembly text of a body (one instruction or label per line); ``comments`` adds the
+    source position and the value annotation of each instruction."""
     lines = []
     for item in items:
         if isinstance(item, Label):
             lines.append(f"{item.name}:")
             continue
         line = "  " + render_inst(item, assignment)
-        if comments and item.comment:
-            line = f"{line:<64} ; {item.comment}"
+        if comments:
+            note = " ".join(x for x in (value_annotation(item) if any(isinstance(o, RegRef) for o in item.operands)
+                                        else "", f"@ {item.comment}" if item.comment else "") if x)
+            if note:
+                line = f"{line:<64} ; {note}"
         lines.append(line)
     return "\n".join(lines) + "\n"

@@ -16,8 +16,10 @@ from argus.errors import ArgusError
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="a Python file defining @argus.spec.kernel functions")
     parser.add_argument("--kernel", metavar="NAME", help="the kernel to compile (needed when the file has several)")
-    parser.add_argument("--target", choices=("sm_90a", "sm_80"), default="sm_90a", help="GPU architecture")
-    parser.add_argument("--emit", choices=("ptx", "cubin"), default="cubin", help="what to write (default cubin)")
+    parser.add_argument("--target", choices=("sm_90a", "sm_80", "gfx942"), default="sm_90a", help="GPU architecture")
+    parser.add_argument("--emit", choices=("ptx", "cubin", "asm", "hsaco"), default=None,
+                        help="what to write (default cubin; gfx942: hsaco or asm, default hsaco)")
+    parser.add_argument("--policy", metavar="K=V,...", help="gfx942 emitter policies (argus.backend_amdgcn.isel.Policy)")
     parser.add_argument("--consts", nargs="+", default=[], metavar="K=V", help="const values of the specialization")
     parser.add_argument("-o", "--output", required=True, metavar="OUT", help="output file")
 
@@ -43,6 +45,13 @@ def run(args: argparse.Namespace) -> int:
     except VerificationRequired as refusal:
         print(f"argus compile: refused: {refusal}", file=sys.stderr)
         return 1
+    if args.target == "gfx942":
+        from argus.backend_amdgcn.cli import write_output
+
+        return write_output(specialized, args)
+    args.emit = args.emit or "cubin"
+    if args.emit not in ("ptx", "cubin"):
+        raise ArgusError(f"--emit {args.emit} is not an NVIDIA output", hint="use --emit ptx or --emit cubin")
     ptx = emit_ptx(specialized, args.target)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -23,9 +23,10 @@ from argus.runtime.launch import CompiledKernel, LaunchError
 __all__ = ["CompiledKernel", "LaunchError", "VerificationRequired", "compile", "require_proof"]
 
 
-def compile(kernel: Any, target: str = "sm_90a", **consts: Any) -> CompiledKernel:
+def compile(kernel: Any, target: str = "sm_90a", **consts: Any) -> Any:
     """Specialize ``kernel`` (an ``@argus.spec.kernel``) with ``consts``, prove it (or find its
-    proof record), and build it for ``target``.
+    proof record), and build it for ``target`` (``"sm_90a"``, ``"sm_80"``: a
+    :class:`CompiledKernel`; ``"gfx942"``: an :class:`argus.backend_amdgcn.launch.Gfx942Kernel`).
 
     Raises :class:`VerificationRequired` with the verification report (and counterexamples)
     when the specialization is not proved.
@@ -38,6 +39,10 @@ def compile(kernel: Any, target: str = "sm_90a", **consts: Any) -> CompiledKerne
     specialized = kernel if isinstance(kernel, N.Kernel) else kernel.specialize(**consts)
     if consts and isinstance(kernel, N.Kernel):
         raise TypeError("consts are bound already: pass the @kernel, not a specialization, to set them")
+    if target == "gfx942":
+        from argus.backend_amdgcn.compile import compile_kernel
+
+        return compile_kernel(specialized)  # gated there: require_proof first
     record = require_proof(specialized)
     ptx = emit_ptx(specialized, target)
     cubin = build_cubin(ptx, kernel_hash(specialized))
