@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--smtlib", metavar="DIR", help="write every query as an SMT-LIB file under DIR")
     parser.add_argument("--solver", choices=("portfolio", "z3", "cvc5"), default="portfolio",
                         help="cvc5 ‖ Z3 portfolio (default) or a single solver")
+    parser.add_argument("--budget", type=float, default=20.0, metavar="S",
+                        help="wall-clock safety net per VC in seconds (the solvers' resource limits decide "
+                        "verdicts reproducibly; a VC stopped by the clock is reported as a timeout)")
     parser.add_argument("--records", metavar="DIR", help="write a proof record per kernel under DIR")
     parser.add_argument("--cache", metavar="DIR", help="reuse proofs of unchanged VCs from DIR")
     parser.add_argument("--no-replay", action="store_true",
@@ -103,7 +106,9 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise ArgusError(f"--consts: no kernel has a const named {', '.join(sorted(unknown))}")
     cache = VCCache(args.cache) if args.cache else None
-    prover = make_prover(args.solver)
+    if args.budget <= 0:
+        raise ArgusError(f"--budget {args.budget}: must be positive")
+    prover = make_prover(args.solver, wall_clock_s=args.budget)
     reports = []
     try:
         for k in kernels:

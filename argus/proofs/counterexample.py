@@ -127,7 +127,7 @@ class Counterexample:
             "other": self.other,
             "tags": None if self.actual_tag == "n/a" else {
                 "actual": None if self.actual_tag is None else list(self.actual_tag),
-                "expected": _plain(self.expected_tag)},
+                "expected": _expected_json(self.expected_tag)},
             "index_reads": {k: {str(a): v for a, v in t.items()} for k, t in self.index_reads.items()},
             "replay": self.replay.to_json() if self.replay else None,
         }
@@ -205,6 +205,15 @@ def _plain(v: Any) -> Any:
     if isinstance(v, (np.integer,)):
         return int(v)
     return v
+
+
+def _expected_json(expected: Any) -> Any:
+    """A record as a list; a partial one (only some fields constrained) as ``{"tag[i]": v}``."""
+    if isinstance(expected, dict):
+        if expected and sorted(expected) == list(range(len(expected))):
+            return [expected[i] for i in range(len(expected))]
+        return {f"tag[{i}]": v for i, v in sorted(expected.items())}
+    return _plain(expected)
 
 
 def _show_expected(expected: Any) -> str:

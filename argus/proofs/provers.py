@@ -161,12 +161,15 @@ def _violation(guards: tuple[T.Term, ...], model: dict) -> str:
     return "goal"
 
 
-def make_prover(choice: str = "portfolio", *, local: bool = False) -> Prover:
-    """The prover for a ``--solver`` choice; ``local`` runs a single solver in-process."""
+def make_prover(choice: str = "portfolio", *, local: bool = False, wall_clock_s: float = 20.0) -> Prover:
+    """The prover for a ``--solver`` choice; ``local`` runs a single solver in-process.
+    ``wall_clock_s`` is the per-VC safety net (the resource limit decides verdicts)."""
     if choice not in SOLVER_CHOICES:
         from argus.errors import ArgusError
 
         raise ArgusError(f"unknown solver choice {choice!r}", hint=f"use one of {', '.join(SOLVER_CHOICES)}")
     if choice == "portfolio":
-        return PortfolioProver(("z3", "cvc5"))
-    return LocalProver(choice) if local else PortfolioProver((choice,))
+        return PortfolioProver(("z3", "cvc5"), wall_clock_s=wall_clock_s)
+    if local:
+        return LocalProver(choice, timeout_s=wall_clock_s)
+    return PortfolioProver((choice,), wall_clock_s=wall_clock_s)

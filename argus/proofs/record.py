@@ -57,6 +57,7 @@ class ProofRecord:
     solvers: dict[str, str] = field(default_factory=dict)
     argus_version: str = argus.__version__
     seconds: float = 0.0
+    source: str | None = None  # the file defining the kernel (base name)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +65,7 @@ class ProofRecord:
             "consts": {k: list(v) if isinstance(v, tuple) else v for k, v in self.consts.items()},
             "kernel_hash": self.kernel_hash, "assumptions": self.assumptions, "argus_version": self.argus_version,
             "solvers": self.solvers, "verdict": self.verdict, "seconds": round(self.seconds, 3),
+            "source": self.source,
             "vcs": [asdict(e) for e in self.vcs],
         }
 
@@ -75,7 +77,8 @@ class ProofRecord:
             kernel=data["kernel"], consts=dict(data["consts"]), kernel_hash=data["kernel_hash"],
             assumptions=list(data["assumptions"]), verdict=data["verdict"],
             vcs=[VCEntry(**e) for e in data["vcs"]], solvers=dict(data["solvers"]),
-            argus_version=data["argus_version"], seconds=float(data.get("seconds", 0.0)))
+            argus_version=data["argus_version"], seconds=float(data.get("seconds", 0.0)),
+            source=data.get("source"))
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)

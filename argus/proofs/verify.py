@@ -22,6 +22,7 @@ else ``proved``.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -55,8 +56,9 @@ class VCResult:
     model: dict | None = None
 
     def entry(self) -> VCEntry:
-        return VCEntry(self.vc.id, self.hash, self.vc.property, self.vc.op,
-                       str(self.vc.position) if self.vc.position else None, self.verdict, self.solver,
+        position = self.vc.position
+        where = f"{os.path.basename(position.file)}:{position.line}" if position else None  # stable across checkouts
+        return VCEntry(self.vc.id, self.hash, self.vc.property, self.vc.op, where, self.verdict, self.solver,
                        self.resources, round(self.seconds, 4), self.reason, self.cached)
 
 
@@ -90,6 +92,7 @@ class KernelReport:
         counts = Counter(r.verdict for r in self.results)
         summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
         lines = [f"{self.title()}: {self.verdict} ({len(self.results)} VCs: {summary}; {self.seconds:.2f} s)"]
+        seen: dict[tuple, int] = {}
         for r in self.results:
             if r.verdict == "refuted" and r.counterexample is not None:
                 lines.append(_indent(r.counterexample.human()))
@@ -98,8 +101,16 @@ class KernelReport:
                 if same:
                     lines.append(f"    (and {len(same)} more refuted VCs of the same property at this line)")
             elif r.verdict in ("unknown", "error"):
+                key = (r.verdict, str(r.vc.position), r.vc.property, r.reason)
+                if key in seen:
+                    seen[key] += 1
+                    continue
+                seen[key] = 1
                 where = f"{r.vc.position}: " if r.vc.position else ""
                 lines.append(f"  {r.verdict}: {where}{r.vc.property}: {r.reason}")
+        repeated = sum(n - 1 for n in seen.values())
+        if repeated:
+            lines.append(f"  ({repeated} more with the same reason at the same place: unrolled copies)")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -176,10 +187,11 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
             versions = prover.versions()
         except Exception:
             versions = {}
-        seconds = time.perf_counter() - start
+        seconds = round(time.perf_counter() - start, 3)
         record = ProofRecord(kernel.name, dict(kernel.consts), kernel_hash(kernel),
                              [a.text for a in kernel.assumptions], verdict, [r.entry() for r in ordered],
-                             versions, seconds=seconds)
+                             versions, seconds=seconds,
+                             source=os.path.basename(kernel.loc.file) if kernel.loc else None)
         return KernelReport(kernel, analysis, ordered, record, seconds)
     finally:
         if own:

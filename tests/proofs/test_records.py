@@ -1,0 +1,60 @@
+"""Proof records: bound to the kernel hash, round-trip JSON, the VC cache, and the checked-in
+records of the examples re-checked against a fresh verification."""
+
+import json
+from pathlib import Path
+
+import interp_kernels as K
+import pytest
+import vector_add as VA
+import verifier_kernels as V
+
+from argus.proofs import ProofRecord, VCCache, verify_kernel
+from argus.proofs.cli_verify import load_kernels
+from argus.spec.kernel import kernel_hash
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_record_is_bound_to_the_kernel_and_round_trips(tmp_path):
+    kernel = VA.vector_add.specialize()
+    report = verify_kernel(kernel)
+    record = report.record
+    assert record.kernel_hash == kernel_hash(kernel) and record.verdict == "proved"
+    assert record.solvers.get("z3")
+    assert all(e.hash and len(e.hash) == 64 and e.solver for e in record.vcs)
+    loaded = ProofRecord.load(record.save(tmp_path / "r.json"))
+    assert loaded == record and loaded.matches(kernel)
+    assert not loaded.matches(VA.vector_add.specialize(BLOCK=64))
+    with pytest.raises(ValueError):
+        ProofRecord.from_json({**json.loads((tmp_path / "r.json").read_text()), "version": 99})
+
+
+def test_vc_cache_reuses_proofs_by_hash(tmp_path):
+    cache = VCCache(tmp_path / "cache")
+    first = verify_kernel(K.rotate_through_shared.specialize(), cache=cache)
+    assert first.verdict == "proved" and not any(r.cached for r in first.results)
+    again = verify_kernel(K.rotate_through_shared.specialize(), cache=VCCache(tmp_path / "cache"))
+    solved = [r for r in again.results if r.solver != "structural"]
+    assert again.verdict == "proved" and solved and all(r.cached for r in solved)
+
+
+def test_an_edited_kernel_reverifies_only_what_changed(tmp_path):
+    cache = VCCache(tmp_path / "cache")
+    verify_kernel(V.tail_store.specialize(PREDICATED=True), cache=cache)
+    edited = verify_kernel(V.tail_store.specialize(PREDICATED=False), cache=cache)
+    cached = [r for r in edited.results if r.cached]
+    assert cached and len(cached) < len(edited.results)
+    assert edited.verdict == "refuted"  # refutations are never taken from the cache
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "proofs").glob("*.json")), ids=lambda p: p.name)
+def test_checked_in_records_still_hold(path):
+    record = ProofRecord.load(path)
+    kernels = {k.name: k for k in load_kernels(ROOT / "examples" / record.source)}
+    kernel = kernels[record.kernel].specialize(**record.consts)
+    assert record.matches(kernel), f"{path.name} is stale: regenerate with argus verify --records proofs"
+    report = verify_kernel(kernel)
+    assert report.verdict == record.verdict == "proved"
+    assert {(e.id, e.hash, e.verdict) for e in report.record.vcs} == {(e.id, e.hash, e.verdict) for e in record.vcs}
+
