@@ -9,7 +9,8 @@ reports every place where the program may observe a value it should not:
 kind               what is reported
 =================  =========================================================================
 ``waitcnt``        a register read or overwritten while a memory instruction that writes it
-                   may still be outstanding: vector memory (``vmcnt``, in issue order), LDS and
+                   may still be outstanding (a second load into it too, unless both complete
+                   in order on one counter): vector memory (``vmcnt``, in issue order), LDS and
                    cross-lane LDS (``lgkmcnt``, in order), scalar loads (``lgkmcnt``, out of
                    order: only ``lgkmcnt(0)`` completes them); an LDS access while a
                    direct-to-LDS load may be in flight
@@ -319,8 +320,11 @@ def _check_waitcnt(program: _Program, hazards: list[Hazard]) -> None:
         if facts.lds_read or facts.lds_write:
             touched = touched | {("lds", 0)}
         if report:
-            for line, counter, _, regs, _ in sorted(pending, key=lambda p: p[0]):
+            for line, counter, in_order, regs, _ in sorted(pending, key=lambda p: p[0]):
                 clash = regs & touched
+                if not clash and regs & facts.memory_defs and not (
+                        counter == facts.counter and in_order and facts.in_order):
+                    clash = regs & facts.memory_defs  # two returns into one register may land out of order
                 if clash:
                     reg = sorted(clash)[0]
                     what = "LDS" if reg[0] == "lds" else f"{reg[0]}{reg[1]}"

@@ -740,7 +740,7 @@ class _Selector:
                 group = stmts[i:j]
                 feeders = [s for s in group if not isinstance(s, L.MmaStmt)]
                 mfmas = [s for s in group if isinstance(s, L.MmaStmt)]
-                if feeders and self._reads_only_lds(feeders):
+                if feeders and self._reads_only_lds(feeders) and self._hoistable(group):
                     for s in feeders:
                         self.stmt(s)
                     self._mfma_run(mfmas)
@@ -755,6 +755,21 @@ class _Selector:
                 continue
             self.stmt(stmts[i])
             i += 1
+
+    @staticmethod
+    def _hoistable(group: list[L.Stmt]) -> bool:
+        """Can the fills and loads of ``group`` move above its MFMAs?  Only when none of them
+        writes a register buffer that an earlier MFMA of the group reads or writes."""
+        touched: set[str] = set()
+        for s in group:
+            if isinstance(s, L.MmaStmt):
+                touched |= {r.buffer for part in (s.a, s.b, s.c, s.d) if isinstance(part, tuple) for r in part}
+                continue
+            written = {r.buffer for r in s.dst} if isinstance(s, L.FillStmt) else {
+                r.buffer for t in s.transfers if isinstance(t.dst, tuple) for r in t.dst}
+            if written & touched:
+                return False
+        return True
 
     def _reads_only_lds(self, stmts: list[L.Stmt]) -> bool:
         for s in stmts:
@@ -1429,30 +1444,61 @@ class _Selector:
             self.emit(op, where, src, "off", defs=(), modifiers=mods)
 
     # -- buffer loads (out of range -> 0)
-    def resource(self, buffer: N.Buffer) -> RegRef:
-        """The buffer resource of a tensor (built once, in the prologue): base address, no
-        stride, ``num_records`` = the tensor's size in bytes."""
-        def compute() -> RegRef:
-            size = sympy.expand(self.tensor_bytes[buffer.name])
-            if not self._small(size):
-                raise self.error(None, f"buffer.load of %{buffer.name}: its size in bytes is not proved to fit "
-                                 "a non-negative int32", hint="buffer resources address at most 2 GiB; use 'sync'")
-            base = self.tensor_base[buffer.name]
-            rsrc = self.reg(S, 4, f"buffer resource of %{buffer.name}", align=4)
-            self.emit("s_mov_b32", rsrc[0], RegRef(base.reg, base.offset, 1))
-            self.emit("s_and_b32", rsrc[1], RegRef(base.reg, base.offset + 1, 1), self.to_sgpr(Imm(0xFFFF)),
-                      implicit_defs=("scc",))
-            self.emit("s_mov_b32", rsrc[2], self.sexpr(size))
-            self.emit("s_mov_b32", rsrc[3], self.to_sgpr(Imm(BUFFER_DWORD3)))
-            return rsrc.all
-        return self.cached(("rsrc", buffer.name), 0, compute)
+    def resource(self, buffer: N.Buffer, uniform: Any = 0) -> RegRef:
+        """A buffer resource for the elements of ``buffer`` from index ``uniform`` (block-uniform)
+        on: base = tensor address + ``uniform`` elements, no stride, ``num_records`` = the bytes
+        left in the tensor from there (0 when none, clamped to 32 bits)."""
+        uniform = sympy.expand(sympy.sympify(uniform))
+        return self.cached(("rsrc", buffer.name, uniform), self.depth(uniform),
+                           lambda: self._resource(buffer, uniform))
+
+    def _resource(self, buffer: N.Buffer, uniform: Any) -> RegRef:
+        itemsize = buffer.dtype.itemsize
+        elements = sympy.expand(buffer.size)
+        base = self.tensor_base[buffer.name] if uniform == 0 else self.scaled_base(
+            self.tensor_base[buffer.name], uniform, itemsize)
+        rsrc = self.reg(S, 4, f"buffer resource of %{buffer.name}", align=4)
+        self.emit("s_mov_b32", rsrc[0], RegRef(base.reg, base.offset, 1))
+        self.emit("s_and_b32", rsrc[1], RegRef(base.reg, base.offset + 1, 1), self.to_sgpr(Imm(0xFFFF)),
+                  implicit_defs=("scc",))
+        if uniform == 0 and self._small(sympy.expand(elements * itemsize)):
+            self.emit("s_mov_b32", rsrc[2], self.sexpr(sympy.expand(elements * itemsize)))
+        else:
+            left = self.reg(S, 2, "elements left")
+            total, start = self.sexpr64(elements), self.sexpr64(uniform) if uniform != 0 else None
+            if start is None:
+                self.emit("s_mov_b64", left.all, total)
+            else:
+                self.emit("s_sub_u32", left[0], RegRef(total.reg, total.offset, 1), RegRef(start.reg, start.offset, 1),
+                          implicit_defs=("scc",))
+                self.emit("s_subb_u32", left[1], RegRef(total.reg, total.offset + 1, 1),
+                          RegRef(start.reg, start.offset + 1, 1), implicit_defs=("scc",), implicit_uses=("scc",))
+            nbytes = self.reg(S, 2, "bytes left")
+            self.emit("s_lshl_b64", nbytes.all, left.all, Imm(int(math.log2(itemsize))), implicit_defs=("scc",))
+            clamped = self.reg(S, 1, "bytes left (32-bit)")[0]
+            self.emit("s_cmp_lg_u32", nbytes[1], Imm(0), defs=(), implicit_defs=("scc",))
+            self.emit("s_cselect_b32", clamped, Imm(-1), nbytes[0], implicit_uses=("scc",))
+            self.emit("s_cmp_lt_i32", nbytes[1], Imm(0), defs=(), implicit_defs=("scc",))
+            self.emit("s_cselect_b32", rsrc[2], Imm(0), clamped, implicit_uses=("scc",))
+        self.emit("s_mov_b32", rsrc[3], self.to_sgpr(Imm(BUFFER_DWORD3)))
+        return rsrc.all
 
     def buffer_load(self, s: L.CopyStmt, run: L.MemoryRun, regs: tuple[L.Reg, ...], pred: Any) -> None:
         if run.space is not N.MemorySpace.GLOBAL:
             raise self.error(s, "buffer.load reads global memory")
-        rsrc = self.resource(run.buffer)
         itemsize = run.dtype.itemsize
-        offset = self.byte_offset32(run.address, itemsize)
+        address = sympy.expand(run.address)
+        terms = sympy.Add.make_args(address) if address != 0 else ()
+        # the resource starts at the block-uniform part; constants stay in the lane offset so that
+        # the elements of one copy share a resource
+        uniform = sympy.Add(*[t for t in terms if self.uniform(t) and not t.is_Number])
+        varying = sympy.Add(*[t for t in terms if not self.uniform(t) or t.is_Number])
+        lo, hi = self.lk.facts.interval(sympy.expand(varying * itemsize))
+        if lo is None or hi is None or lo < 0 or hi >= 2**32 or self.lk.bits(varying) != 32:
+            raise self.error(s, f"buffer.load of %{run.buffer.name}: the per-lane byte offset {varying}*{itemsize} is "
+                             "not proved to fit 32 bits", hint="use the 'sync' atom (64-bit addresses) for this access")
+        rsrc = self.resource(run.buffer, uniform)
+        offset = self.to_vgpr(self.byte_offset32(varying, itemsize)) if varying != 0 else self.zero_vgpr()
         m = self.mask(pred)
         if m is not True:
             picked = self.reg(V, name="offset or out of range")[0]
@@ -1518,11 +1564,6 @@ class _Selector:
     # ------------------------------------------------------------ driver
     def run(self) -> MachineKernel:
         self.prologue()
-        for stmt in self.lk.walk():
-            if isinstance(stmt, L.CopyStmt) and stmt.atom == "buffer.load":
-                for t in stmt.transfers:
-                    if isinstance(t.src, L.MemoryRun):
-                        self.resource(t.src.buffer)
         self.body(self.lk.body)
         self.loc = ""
         self.emit("s_endpgm", defs=())

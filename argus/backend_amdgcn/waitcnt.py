@@ -8,7 +8,9 @@ until at most ``n`` vector-memory operations are outstanding.
 
 The pass keeps, per counter, the queue of outstanding operations (oldest first) with the
 registers each will write when it completes.  Before an instruction that reads or writes a
-register a pending operation will write, it waits until that operation is done: with ``k``
+register a pending operation will write, it waits until that operation is done (a load into
+a register a pending load of the same in-order counter writes needs no wait: they land in
+issue order): with ``k``
 newer operations in the same queue it emits ``vmcnt(k)`` (vector memory returns in issue
 order, loads and stores alike), or ``lgkmcnt(k)`` when only LDS operations are pending —
 scalar loads may return out of order, so a pending ``s_load`` turns every lgkm wait into
@@ -106,14 +108,20 @@ def _event_of(inst: Inst, assignment: dict[VirtualReg, int]) -> tuple[Counter, E
     return counter, Event(frozenset({cls}), frozenset(writes))
 
 
-def _touched(inst: Inst, assignment: dict[VirtualReg, int]) -> set[Phys]:
-    regs: set[Phys] = set()
-    for op in inst.operands:
+_RETURNS = (InstClass.VMEM_LOAD, InstClass.DS_READ, InstClass.DS_CROSSLANE, InstClass.SMEM)
+
+
+def _touched(inst: Inst, assignment: dict[VirtualReg, int]) -> tuple[set[Phys], set[Phys]]:
+    """(registers the instruction reads or writes at issue, registers a load writes on return)."""
+    now: set[Phys] = set()
+    later: set[Phys] = set()
+    returns = inst.cls in _RETURNS
+    for i, op in enumerate(inst.operands):
         if isinstance(op, RegRef):
-            regs.update(physical_regs(op, assignment))
+            (later if returns and i in inst.defs else now).update(physical_regs(op, assignment))
     if inst.cls in (InstClass.DS_READ, InstClass.DS_WRITE, InstClass.VMEM_LDS):
-        regs.add(LDS)
-    return regs
+        now.add(LDS)
+    return now, later
 
 
 def _needed(state: State, inst: Inst, assignment: dict[VirtualReg, int]) -> Wait:
@@ -123,8 +131,20 @@ def _needed(state: State, inst: Inst, assignment: dict[VirtualReg, int]) -> Wait
         must = {Counter.VM: lambda e: True,
                 Counter.LGKM: lambda e: bool(e.kinds & {InstClass.DS_READ, InstClass.DS_WRITE})}
     else:
-        touched = _touched(inst, assignment)
-        must = {c: (lambda e, t=touched: bool(e.writes & t)) for c in Counter}
+        now, later = _touched(inst, assignment)
+        ordered = inst.cls is not InstClass.SMEM
+
+        def must_for(counter: Counter):
+            # a load returning into a register a pending load also writes: only two in-order
+            # operations of one counter are sure to land in issue order
+            same = counter is inst.cls.counter and ordered
+
+            def test(e: Event) -> bool:
+                if e.writes & now:
+                    return True
+                return bool(e.writes & later) and not (same and InstClass.SMEM not in e.kinds)
+            return test
+        must = {c: must_for(c) for c in Counter}
     for counter, queue in state.items():
         newest = max((i for i, e in enumerate(queue) if must[counter](e)), default=None)
         if newest is None:
