@@ -142,11 +142,13 @@ class Analysis:
         self.taint: dict[str, str] = {}
         self.accesses: dict[int, list[M.Access]] = {}
         self.writers: dict[str, list[Writer]] = {}
-        self.read_index_sites: dict[sympy.Symbol, Site] = {}
+        self.read_index_sites: dict[sympy.Symbol, list[Site]] = {}
+        self._current_site: Site | None = None
         self._collect()
         self.encoder.read_index = self._read_index_value
         self._witnesses: dict[int, dict[sympy.Symbol, Any] | str] = {}
         self._resolutions: dict[tuple, Resolution] = {}
+        self._resolving: set[tuple[int, str]] = set()
         self._havoc = itertools.count()
         self._inner: dict[int, Any] = {}
         self._ranges: dict[int, tuple[int | None, int | None]] = {}
@@ -183,7 +185,7 @@ class Analysis:
                     global_written.add(buffer.name)
                 self.writers.setdefault(buffer.name, []).append(Writer(site, write, launch))
             if isinstance(op, N.ReadIndex):
-                self.read_index_sites[op.result] = site
+                self.read_index_sites.setdefault(op.result, []).append(site)
                 self.encoder.instance_symbols.add(op.result)
         swizzles: dict[str, set] = {}
         for site in self.program.sites:
@@ -192,7 +194,7 @@ class Analysis:
         #: buffers all of whose views apply one swizzle: keyed by the offset before it
         self.swizzle_keyed = {name for name, kinds in swizzles.items() if len(kinds) == 1 and None not in kinds}
         self.logical_buffers = self._logical_buffers()
-        for site in self.read_index_sites.values():
+        for site in (s for sites in self.read_index_sites.values() for s in sites):
             buffer = site.op.src.buffer
             if buffer.space is not N.MemorySpace.GLOBAL or any(w.write.data for w in self.writers.get(buffer.name, [])):
                 self.unsupported[site.index] = (f"read_index of memory the kernel writes (%{buffer.name}) "
@@ -297,7 +299,11 @@ class Analysis:
     # ---------------------------------------------------------------- expressions at an instance
 
     def value(self, inst: Instance, expr: Any) -> T.Term:
-        return self.encoder.term(inst.site.expr(expr), inst.values)
+        previous, self._current_site = self._current_site, inst.site
+        try:
+            return self.encoder.term(inst.site.expr(expr), inst.values)
+        finally:
+            self._current_site = previous
 
     def path(self, inst: Instance) -> T.Term:
         return self.value(inst, inst.site.path)
@@ -377,9 +383,13 @@ class Analysis:
         return inst.bind({N.COORDS[d]: v for d, v in enumerate(logical)})
 
     def _read_index_value(self, symbol: sympy.Symbol, values: dict) -> T.Term | None:
-        site = self.read_index_sites.get(symbol)
-        if site is None:
+        """The integer a ``ReadIndex`` read: an uninterpreted function of the address (of an
+        index tensor the kernel never writes), at the definition in the same unrolled copy."""
+        sites = self.read_index_sites.get(symbol)
+        if not sites:
             return None
+        here = dict(self._current_site.subst) if self._current_site is not None else {}
+        site = next((s for s in reversed(sites) if all(here.get(k, v) == v for k, v in s.subst)), sites[-1])
         src = site.op.src
         inst = Instance(site, {**values, **{s: T.int_const(0) for s in self._coord_symbols(src)}})
         fn = T.Function(f"mem.{src.buffer.name}", (INT,), INT)
@@ -601,7 +611,20 @@ class Analysis:
         key = (reader.site.index, buffer.name, address, logical, related)
         got = self._resolutions.get(key)
         if got is None:
-            got = self._resolutions[key] = self._resolve(reader, buffer, address, logical)
+            cycle = (reader.site.index, buffer.name)
+            if cycle in self._resolving:
+                # the value flows around a symbolic loop (an accumulator): its tag at iteration
+                # k depends on iteration k - 1, which only a loop invariant can summarize
+                loop = reader.site.loops[-1] if reader.site.loops else None
+                where = f"loop at {loop.op.loc}" if loop is not None else "a loop"
+                return Resolution(self.havoc_tag(buffer.name), self.havoc_bool(f"{buffer.name}.written"),
+                                  approximations=(f"{where} needs an invariant: %{buffer.name} carries data from "
+                                                  "one iteration to the next",))
+            self._resolving.add(cycle)
+            try:
+                got = self._resolutions[key] = self._resolve(reader, buffer, address, logical)
+            finally:
+                self._resolving.discard(cycle)
         return got
 
     def _resolve(self, reader: Instance, buffer: N.Buffer, address: T.Term,

@@ -170,7 +170,7 @@ class Encoder:
         got = values.get(s)
         if got is not None:
             return got
-        if self.read_index is not None and s not in self.instance_symbols:
+        if self.read_index is not None:
             value = self.read_index(s, values)
             if value is not None:
                 return value

@@ -58,3 +58,15 @@ def test_unsupported_operations_make_the_verdict_unknown():
     line = source_line(V.async_copy, 'atom="cp.async.4"')
     assert any(r.verdict == "unknown" and r.reason.startswith("unsupported copy atom 'cp.async.4' at ")
                and r.reason.endswith(f":{line}") for r in report.results), report.human()
+
+
+def test_accumulators_across_a_symbolic_loop_are_handled_soundly():
+    """Reads of an accumulator resolve without an invariant (its tag is havocked, soundly);
+    the zeros it starts from carry no tag, so a tag assertion on the sum is refuted, as the
+    interpreter agrees."""
+    proved = verify_kernel(V.row_sum.specialize())
+    assert proved.verdict == "proved", proved.human()
+    assert any("needs an invariant" in a for r in proved.results for a in r.vc.approximations)
+    refuted = verify_kernel(V.row_sum.specialize(TAGGED=True))
+    cx = next(c for c in refuted.counterexamples if c.property == "tag")
+    assert cx.actual_tag is None and cx.replay.status == "reproduced"

@@ -128,3 +128,16 @@ def swizzled_stage(x: A.Global(A.f32, "32 32"), y: A.Global(A.f32, "32 32"), MIS
         A.copy(back.tile((1, 1), (r, t)), y.tile((1, 1), (r, t)))
     A.barrier()
     A.assert_tag(y.tile((1, 32), (t, 0)), lambda i, j, tg: tg == (i, j), "y[i, j] holds x[i, j]")
+
+
+@A.kernel(threads=32)
+def row_sum(x: A.Global(A.f32, "32 n"), y: A.Global(A.f32, "32"), n: A.Index, TAGGED: A.const = False):
+    """y[t] = sum of row t of x, accumulated in a register across a symbolic loop."""
+    A.tag(x, lambda i, k: (i,), "row")
+    acc = A.zeros((1,), A.f32)
+    for k in A.range(n):
+        acc = acc + A.load(x[A.thread_id()].tile((1,), (k,)))
+    out = y.tile((1,), (A.thread_id(),))
+    A.store(acc, out)
+    if TAGGED:
+        A.assert_tag(out, lambda i, t: t == (i,), "y[i] sums row i")
