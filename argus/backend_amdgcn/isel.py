@@ -1005,16 +1005,20 @@ class _Selector:
         clamped = self.valu("v_med3_f32", [v, self.to_sgpr(Imm(_f32_bits(-top))), self.to_vgpr(Imm(_f32_bits(top)))],
                             encoding="vop3")
         packed = self.valu(opcode, [clamped, Imm(0)], encoding="vop3")
-        if satfinite:
-            return packed
-        # the first value of the format's binade above max_finite, halved: the rounding boundary
-        mantissa = dst_t.fmt.mantissa_bits if hasattr(dst_t, "fmt") else 3
-        boundary = top + math.ldexp(1.0, math.frexp(top)[1] - 1 - mantissa - 1)
-        magnitude = self.valu("v_and_b32", [Imm(0x7FFFFFFF), v], commutative=True)
-        over = self.reg(S, 2, "overflow lanes")
-        self.emit("v_cmp_ge_f32_e64", over.all, magnitude, self.to_sgpr(Imm(_f32_bits(boundary))))
+        # NaN stays NaN (0x80): v_med3_f32 may return a bound for a NaN input
+        bad = self.reg(S, 2, "NaN lanes")
+        self.emit("v_cmp_u_f32_e64", bad.all, v, v)
+        if not satfinite:
+            # the rounding boundary above max_finite: a magnitude there or beyond overflows to NaN
+            boundary = top + math.ldexp(1.0, math.frexp(top)[1] - 2 - dst_t.fmt.mantissa_bits)
+            magnitude = self.valu("v_and_b32", [Imm(0x7FFFFFFF), v], commutative=True)
+            over = self.reg(S, 2, "overflow lanes")
+            self.emit("v_cmp_ge_f32_e64", over.all, magnitude, self.to_sgpr(Imm(_f32_bits(boundary))))
+            either = self.reg(S, 2, "NaN results")
+            self.emit("s_or_b64", either.all, bad.all, over.all, implicit_defs=("scc",))
+            bad = either
         out = self.reg(V, name="fp8 bits")[0]
-        self.emit("v_cndmask_b32_e64", out, packed, self.to_vgpr(Imm(0x80)), over.all)
+        self.emit("v_cndmask_b32_e64", out, packed, self.to_vgpr(Imm(0x80)), bad.all)
         return out
 
     # ------------------------------------------------------------ MFMA
