@@ -36,7 +36,7 @@ DEVICE = os.environ.get("ARGUS_GPU_CHECK_DEVICE", "cuda")  # "cpu": a dry run of
 
 # name: (module, kernel, consts, shapes checked, shapes run on the interpreter, timed shape)
 EXAMPLES = {
-    "vector_add": ("vector_add", "vector_add", {}, [(1,), (1000,), (1 << 20) + 3], [(1000,)], (1 << 26,)),
+    "vector_add": ("vector_add", "vector_add", {}, [(1,), (1000,), ((1 << 20) + 3,)], [(1000,)], (1 << 26,)),
     "transpose": ("transpose_swizzled", "transpose", {}, [(32, 32), (100, 77), (1024, 1000)], [(70, 45)],
                   (8192, 8192)),
     "row_softmax": ("row_softmax", "row_softmax", {}, [(1,), (13,), (100003,)], [(13,)], (1 << 20,)),

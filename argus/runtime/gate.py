@@ -118,4 +118,5 @@ def require_proof(kernel: N.Kernel, *, verify: bool = True) -> Any:
     raise VerificationRequired(
         f"{_title(kernel)} is not proved (verdict {report.verdict}); it will not be compiled:\n{report.human()}",
         report=report, record=report.record,
-        hint="fix the kernel (counterexamples above) or strengthen what it declares")
+        hint="fix the kernel (counterexamples above)" if report.verdict == "refuted" else
+        "the verifier could not decide every condition (reasons above); simplify the kernel or declare what it needs")
