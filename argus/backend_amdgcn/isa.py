@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Union
 
 __all__ = [
+    "EMITTED_MNEMONICS",
     "Counter",
     "Imm",
     "Inst",
@@ -269,6 +270,53 @@ def mfma_passes(opcode: str) -> int:
     if match is None:
         raise ValueError(f"{opcode!r} is not an MFMA")
     return {32: 8, 16: 4}[int(match.group(1))]
+
+
+# --------------------------------------------------------------------------- the emitted subset
+
+
+def _emitted_mnemonics() -> frozenset[str]:
+    from argus.ir.atoms import atom_names, mma_atom
+
+    widths = ("dword", "dwordx2", "dwordx3", "dwordx4")
+    names = {
+        # scalar ALU, control, scalar memory
+        "s_add_i32", "s_add_u32", "s_addc_u32", "s_sub_i32", "s_sub_u32", "s_subb_u32", "s_mul_i32",
+        "s_mul_hi_u32", "s_lshl_b32", "s_lshl_b64", "s_lshr_b32", "s_ashr_i32", "s_and_b32", "s_or_b32",
+        "s_xor_b32", "s_min_i32", "s_max_i32", "s_and_b64", "s_or_b64", "s_not_b64", "s_andn2_b64",
+        "s_and_saveexec_b64", "s_mov_b32", "s_mov_b64", "s_cselect_b32", "s_cselect_b64", "s_cmp_lg_u32",
+        "s_cmp_lg_u64", "s_branch", "s_cbranch_scc0", "s_cbranch_scc1", "s_cbranch_execz", "s_barrier",
+        "s_setprio", "s_waitcnt", "s_nop", "s_endpgm", "s_load_dword", "s_load_dwordx2",
+        # vector ALU
+        "v_mov_b32", "v_add_u32", "v_sub_u32", "v_mul_lo_u32", "v_mul_hi_u32", "v_lshlrev_b32", "v_lshrrev_b32",
+        "v_ashrrev_i32", "v_lshl_add_u32", "v_lshl_add_u64", "v_mad_u64_u32", "v_add3_u32", "v_and_b32",
+        "v_or_b32", "v_xor_b32", "v_bfe_u32", "v_bfi_b32", "v_min_i32", "v_max_i32", "v_min_u32", "v_max_u32",
+        "v_cndmask_b32_e64", "v_mbcnt_lo_u32_b32", "v_mbcnt_hi_u32_b32", "v_add_f32", "v_sub_f32", "v_mul_f32",
+        "v_fma_f32", "v_max_f32", "v_min_f32", "v_med3_f32", "v_exp_f32", "v_log_f32", "v_rcp_f32", "v_rsq_f32",
+        "v_sqrt_f32", "v_rndne_f32", "v_div_scale_f32", "v_div_fmas_f32", "v_div_fixup_f32", "v_cvt_f16_f32",
+        "v_cvt_f32_f16", "v_cvt_f32_i32", "v_cvt_i32_f32", "v_cvt_pk_fp8_f32", "v_cvt_pk_bf8_f32",
+        "v_cvt_f32_fp8", "v_cvt_f32_bf8", "v_accvgpr_read_b32", "v_accvgpr_write_b32", "v_accvgpr_mov_b32",
+        "v_max_f32_dpp", "v_min_f32_dpp", "v_add_f32_dpp", "v_max_i32_dpp", "v_min_i32_dpp", "v_add_u32_dpp",
+        "v_cmp_u_f32_e64", "v_cmp_ge_f32_e64", "v_cmp_gt_f32_e64", "v_cmp_eq_u32_e64",
+        # LDS and cross-lane
+        "ds_read_u8", "ds_read_u16", "ds_swizzle_b32", "ds_bpermute_b32",
+        # global and buffer memory
+        "global_load_ubyte", "global_load_ushort", "buffer_load_ubyte", "buffer_load_ushort",
+        "global_atomic_add", "global_atomic_add_f32", "global_atomic_swap", "global_atomic_smax",
+        "global_atomic_smin", "global_atomic_umax", "global_atomic_umin",
+    }
+    names |= {f"ds_read_b{b}" for b in (32, 64, 96, 128)} | {f"ds_write_b{b}" for b in (8, 16, 32, 64, 96, 128)}
+    names |= {f"{p}_{w}" for p in ("global_load", "global_store", "buffer_load") for w in widths}
+    names |= {"global_store_byte", "global_store_short"}
+    names |= {f"v_cmp_{r}_i32_e64" for r in ("lt", "le", "gt", "ge", "eq", "ne")}
+    names |= {f"s_cmp_{r}_i32" for r in ("lt", "le", "gt", "ge", "eq", "lg")}
+    names |= {mma_atom(n).lowering.mnemonic for n in atom_names("mma") if mma_atom(n).family == "mfma"}
+    return frozenset(names)
+
+
+EMITTED_MNEMONICS: frozenset[str] = _emitted_mnemonics()
+"""Every mnemonic the gfx942 emitter can produce (selection refuses to emit any other): the one
+list an instruction-level emulator shares with the emitter."""
 
 
 # --------------------------------------------------------------------------- printing

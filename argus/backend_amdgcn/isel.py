@@ -43,6 +43,7 @@ import sympy
 from argus import symbolic
 from argus.backend_amdgcn.descriptor import KernelArgument, kernel_arguments
 from argus.backend_amdgcn.isa import (
+    EMITTED_MNEMONICS,
     Imm,
     Inst,
     Item,
@@ -189,6 +190,8 @@ class _Selector:
     def emit(self, opcode: str, *operands: Any, defs: tuple[int, ...] = (0,), modifiers: str = "",
              implicit_defs: tuple[str, ...] = (), implicit_uses: tuple[str, ...] = ()) -> Inst:
         inst = Inst(opcode, tuple(operands), defs, modifiers, implicit_defs, implicit_uses, self.loc)
+        if opcode not in EMITTED_MNEMONICS:
+            raise AssertionError(f"internal: {opcode} is missing from isa.EMITTED_MNEMONICS")
         inst_class(opcode, modifiers)  # every opcode has a class: fail early on a typo
         self.target.append(inst)
         return inst

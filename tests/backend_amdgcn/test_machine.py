@@ -283,3 +283,12 @@ def test_inserted_waits_are_safe_and_minimal(ops):
             mutated = "\n".join([*lines[:i], relaxed, *lines[i + 1:]])
             assert [h for h in check(mutated) if h.kind == "waitcnt"], (
                 f"relaxing {counter}({n}) on line {i + 1} is still safe: the wait is not minimal\n{text}")
+
+
+def test_every_emitted_mnemonic_has_a_class_and_the_mfma_forms_are_listed():
+    from argus.backend_amdgcn.isa import EMITTED_MNEMONICS, inst_class
+
+    for mnemonic in EMITTED_MNEMONICS:
+        inst_class(mnemonic)
+    assert {"v_mfma_f32_32x32x8_bf16", "v_mfma_f32_16x16x16_bf16", "v_mfma_f32_32x32x16_fp8_fp8",
+            "v_mfma_f32_16x16x32_fp8_fp8"} <= EMITTED_MNEMONICS
