@@ -749,6 +749,9 @@ class _Selector:
                     self._mfma_run(mfmas)
                     i = j
                     continue
+            if self._overwritten(stmts, i):
+                i += 1
+                continue
             if isinstance(stmts[i], L.MmaStmt):
                 j = i
                 while j < len(stmts) and isinstance(stmts[j], L.MmaStmt):
@@ -758,6 +761,23 @@ class _Selector:
                 continue
             self.stmt(stmts[i])
             i += 1
+
+    @staticmethod
+    def _overwritten(stmts: list[L.Stmt], i: int) -> bool:
+        """Is ``stmts[i]`` a fill whose every register the next statement, an unpredicated copy
+        that does not read them, writes again?  (A fill before a full load is dead.)"""
+        fill = stmts[i]
+        nxt = stmts[i + 1] if i + 1 < len(stmts) else None
+        if not isinstance(fill, L.FillStmt) or not isinstance(nxt, L.CopyStmt) or nxt.atom == "buffer.load":
+            return False
+        written: set[L.Reg] = set()
+        for t in nxt.transfers:
+            if t.predicate is not sympy.true or not isinstance(t.dst, tuple):
+                return False
+            if isinstance(t.src, tuple) and set(t.src) & set(fill.dst):
+                return False
+            written |= set(t.dst)
+        return set(fill.dst) <= written
 
     @staticmethod
     def _hoistable(group: list[L.Stmt]) -> bool:
