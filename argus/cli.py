@@ -20,7 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("argus.doctor", "report what this machine can do (solvers, toolchains, GPUs)"),
     "smt-diff": ("argus.smt.cli_diff", "differential testing of cvc5 and Z3 on SMT queries"),
     "verify": ("argus.proofs.cli_verify", "prove the kernels of a file or print counterexamples"),
-    "compile": ("argus.backend_ptx.cli", "prove a kernel specialization and write its PTX or cubin"),
+    "compile": ("argus.backend_ptx.cli", "prove a kernel specialization and write its PTX, cubin or gfx942 code object"),
 }
 
 
