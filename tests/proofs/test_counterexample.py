@@ -6,7 +6,7 @@ import json
 
 import interp_kernels as K
 import verifier_kernels as V
-from conftest import source_line
+from proof_support import source_line
 
 from argus.proofs import verify_kernel
 from argus.proofs.counterexample import FORMAT, FORMAT_VERSION, replay
