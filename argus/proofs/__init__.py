@@ -12,7 +12,7 @@ module             what it holds
 """
 
 from argus.proofs.counterexample import Counterexample, Replay
-from argus.proofs.provers import LocalProver, PortfolioProver, Prover, make_prover
+from argus.proofs.provers import LocalProver, PortfolioProver, Prover, SequentialProver, make_prover
 from argus.proofs.record import ProofRecord, VCCache
 from argus.proofs.verify import KernelReport, VCResult, verify_kernel
 
@@ -24,6 +24,7 @@ __all__ = [
     "ProofRecord",
     "Prover",
     "Replay",
+    "SequentialProver",
     "VCCache",
     "VCResult",
     "make_prover",

@@ -28,8 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="const values of the specialization (Python literals)")
     parser.add_argument("--json", action="store_true", help="print a JSON report on stdout")
     parser.add_argument("--smtlib", metavar="DIR", help="write every query as an SMT-LIB file under DIR")
-    parser.add_argument("--solver", choices=("portfolio", "z3", "cvc5"), default="portfolio",
-                        help="cvc5 ‖ Z3 portfolio (default) or a single solver")
+    parser.add_argument("--solver", choices=("portfolio", "race", "z3", "cvc5"), default="portfolio",
+                        help="portfolio (default): z3, then cvc5 on the VCs z3 gives up on; race: both "
+                        "on every VC, first answer wins; or a single solver")
     parser.add_argument("--budget", type=float, default=20.0, metavar="S",
                         help="wall-clock safety net per VC in seconds (the solvers' resource limits decide "
                         "verdicts reproducibly; a VC stopped by the clock is reported as a timeout)")
