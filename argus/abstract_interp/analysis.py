@@ -21,6 +21,20 @@ witness inverts it) — those VCs are the resolution's *lemmas* — and when no 
 verifier does not model may have written ``B`` (otherwise the read is havocked: fresh
 variables, a sound over-approximation, recorded as an approximation).  Data races are proved
 separately, which is what makes "last in program order" the value every thread sees.
+
+Three refinements keep the VCs small and in linear arithmetic:
+
+* a swizzled buffer whose views all carry one swizzle is keyed by the offset *before* the
+  swizzle (a bijection), and swizzles that must be evaluated are encoded with floor division
+  and modulo by powers of two, not bit-vectors;
+* a global tensor with run-time strides is matched by *logical coordinate* (what tiles and
+  partitions record per element) instead of by address; its ``coordinates`` lemmas prove
+  that every access stays inside each dimension at the address the layout gives;
+* a write repeated by every iteration of a loop at the same addresses (a register or a
+  staging buffer reused each iteration) is resolved to the reader's latest preceding
+  iteration; if its guard depends on the counter, its witness lemma also proves that a write
+  in some iteration implies the write in every later one.  A value that flows around a loop
+  (an accumulator) is havocked: that needs a loop invariant.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ property                VC (for a fresh thread ``tid`` of block ``bid``, element
 ``in-bounds``           per op: ``active(access) → 0 <= address < size`` for each view
 ``uninitialized``       per read of shared/register memory: ``active → some write hits``
 ``tag``                 per ``assert_tag``: ``valid → tag ≠ ⊥ ∧ predicate(coordinate, tag)``;
-                        ``assert_tag_eq``: ``tag ≠ ⊥ ∧ tag == other tag``
+                        ``assert_tag_eq``: ``tag ≠ ⊥ ∧ tag == other tag``; one VC per possible
+                        last writer of the element when there are several
 ``race``                per access of shared/global memory, against every access of the same
                         buffer at or before it: no second thread ``tid'`` of the block with
                         both active, one a write, equal addresses and equal barrier epochs;
@@ -17,6 +18,8 @@ property                VC (for a fresh thread ``tid`` of block ``bid``, element
                         one reaches it and the other does not; block-uniform control is
                         proved structurally by the uniformity analysis
 ``witness``             per write a read resolves to: ``guard(d) → w⁻¹(write(d)) == d``
+``coordinates``         per access of a tensor matched by coordinate: inside every dimension,
+                        at the address its layout gives
 ``unsupported``         an op or loop the verifier does not model: always ``unknown``
 ======================  ===================================================================
 """
