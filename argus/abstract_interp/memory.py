@@ -73,6 +73,14 @@ def _valid(view: N.View) -> tuple[Any, ...]:
 
 def accesses(op: N.Op) -> list[Access]:
     """The accesses of ``op`` in the order the interpreter checks them."""
+    found = _accesses(op)
+    for acc in found:
+        if acc.view.space is N.MemorySpace.DSMEM:
+            raise Unsupported(f"access to distributed shared memory (%{acc.buffer.name}) by {op.kind}")
+    return found
+
+
+def _accesses(op: N.Op) -> list[Access]:
     match op:
         case N.Copy(src=src, dst=dst, pred=pred, atom=atom):
             if atom not in SYNC_COPY_ATOMS:

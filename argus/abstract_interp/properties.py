@@ -193,7 +193,24 @@ def _bounds(b: _Builder, site: Site) -> None:
         roles = _roles(a, inst, group[0].view)
         roles["checks"] = [(acc, T.implies(a.active(inst, acc), a.in_bounds(inst, acc.view)),
                             a.address(inst, acc.view)) for acc in group]
-        b.add("in-bounds", site, hyps, goal, f"accesses of {names} stay inside their buffers", roles)
+        bounded = all(_within(a, inst, acc.view) for acc in group)
+        b.add("in-bounds", site, hyps, goal, f"accesses of {names} stay inside their buffers", roles,
+              structural="interval analysis of the addresses" if bounded else None)
+
+
+def _within(a: Analysis, inst: Instance, view: N.View) -> bool:
+    """Every address of the view lies in its buffer by the bounds of the variables alone."""
+    from argus import symbolic
+
+    size = symbolic.static_value(view.buffer.size)
+    if size is None:
+        return False
+    terms = [a.address(inst, view)] + ([a.inner_address(inst, view)] if view.swizzle is not None else [])
+    for term in terms:
+        lo, hi = _interval(term)
+        if lo is None or hi is None or lo < 0 or hi >= size:
+            return False
+    return True
 
 
 def _extents(view: N.View) -> tuple:

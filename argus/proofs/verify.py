@@ -141,7 +141,10 @@ def vc_hash(vc: VC, query: Any = None) -> str:
     from argus.smt.smtlib import query_to_smtlib
 
     if vc.unknown is not None or vc.structural is not None:
-        return hashlib.sha256(f"{vc.property}|{vc.position}|{vc.unknown or vc.structural}".encode()).hexdigest()
+        # no query: the claim is its property, place and (stable) statement
+        where = f"{os.path.basename(vc.position.file)}:{vc.position.line}" if vc.position else ""
+        text = f"{vc.property}|{where}|{vc.id}|{vc.unknown or vc.structural}"
+        return hashlib.sha256(text.encode()).hexdigest()
     if query is None:
         query, _ = vc_query(vc.hypotheses, vc.goal)
     return hashlib.sha256(query_to_smtlib(query).encode()).hexdigest()
