@@ -18,6 +18,7 @@ from argus.errors import ArgusError
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("argus.doctor", "report what this machine can do (solvers, toolchains, GPUs)"),
+    "demo": ("argus.demo", "verify, refute, interpret, compile and run the shipped examples"),
     "smt-diff": ("argus.smt.cli_diff", "differential testing of cvc5 and Z3 on SMT queries"),
     "verify": ("argus.proofs.cli_verify", "prove the kernels of a file or print counterexamples"),
     "compile": ("argus.backend_ptx.cli", "prove a kernel specialization and write its PTX, cubin or gfx942 code object"),
