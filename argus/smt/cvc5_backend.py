@@ -9,13 +9,13 @@ cached terms).  ``INTS_DIVISION`` / ``INTS_MODULUS`` are SMT-LIB's Euclidean ``d
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import cvc5
 from cvc5 import Kind
 
-from argus.smt.terms import Function, Sort, Term, TermError, bitwise_encoding, subterms
+from argus.smt.terms import Function, Sort, Term, TermError, bitwise_encoding
+from argus.smt.translator import CachedTranslator
 
 __all__ = ["Cvc5Translator", "cvc5_version", "python_value"]
 
@@ -81,14 +81,13 @@ _INDEXED: dict[str, Kind] = {
 }
 
 
-class Cvc5Translator:
+class Cvc5Translator(CachedTranslator):
     """Translate terms into one cvc5 term manager, with a cache."""
 
     def __init__(self, tm: cvc5.TermManager | None = None) -> None:
+        super().__init__()
         self.tm = tm if tm is not None else cvc5.TermManager()
-        self.cache: dict[Term, cvc5.Term] = {}
         self.variables: dict[str, tuple[Term, cvc5.Term]] = {}
-        self.functions: dict[str, tuple[Function, cvc5.Term]] = {}
         self._sorts: dict[Sort, cvc5.Sort] = {}
 
     def sort(self, sort: Sort) -> cvc5.Sort:
@@ -117,30 +116,9 @@ class Cvc5Translator:
         self.variables[name] = (var, const)
         return const
 
-    def function(self, f: Function) -> cvc5.Term:
-        """The cvc5 function constant of ``f`` (declared on first use)."""
-        known = self.functions.get(f.name)
-        if known is not None:
-            if known[0] != f:
-                raise TermError(f"function {f.name!r} declared twice with different signatures")
-            return known[1]
+    def _declare_function(self, f: Function) -> cvc5.Term:
         fsort = self.tm.mkFunctionSort([self.sort(s) for s in f.domain], self.sort(f.result))
-        const = self.tm.mkConst(fsort, f.name)
-        self.functions[f.name] = (f, const)
-        return const
-
-    def translate(self, term: Term) -> cvc5.Term:
-        """The cvc5 term of ``term`` (children first, cached)."""
-        cache = self.cache
-        if term in cache:
-            return cache[term]
-        for t in subterms(term):
-            if t not in cache:
-                cache[t] = self._node(t, [cache[a] for a in t.args])
-        return cache[term]
-
-    def translate_all(self, terms: Iterable[Term]) -> list[cvc5.Term]:
-        return [self.translate(t) for t in terms]
+        return self.tm.mkConst(fsort, f.name)
 
     def _node(self, t: Term, args: list[Any]) -> cvc5.Term:
         tm = self.tm
@@ -169,26 +147,6 @@ class Cvc5Translator:
     def value(self, solver: cvc5.Solver, term: Term) -> int | bool:
         """The value of ``term`` in ``solver``'s current model."""
         return python_value(solver.getValue(self.translate(term)))
-
-    def model_values(self, solver: cvc5.Solver, roots: Iterable[Term]) -> dict[str, Any]:
-        """Variables (name -> int/bool) and functions (name -> ``{args: value, None: default}``)
-        of ``roots`` in the current model; function tables include every application in
-        ``roots`` plus the entries cvc5's interpretation lists when it is a simple ``ite`` chain."""
-        out: dict[str, Any] = {}
-        applications: list[Term] = []
-        for t in subterms(*roots):
-            if t.op == "var":
-                out[t.params[0]] = self.value(solver, t)
-            elif t.op == "apply":
-                applications.append(t)
-        for t in applications:
-            f = t.params[0]
-            table = out.get(f.name)
-            if table is None:
-                table = out[f.name] = self._function_table(solver, f)
-            key = tuple(self.value(solver, a) for a in t.args)
-            table[key] = self.value(solver, t)
-        return out
 
     def _function_table(self, solver: cvc5.Solver, f: Function) -> dict[Any, Any]:
         table: dict[Any, Any] = {}

@@ -10,12 +10,13 @@ Z3's integer ``/`` and ``%`` are SMT-LIB's Euclidean ``div`` and ``mod``.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import z3
 
-from argus.smt.terms import Function, Sort, Term, TermError, bitwise_encoding, subterms
+from argus.smt.terms import Function, Sort, Term, TermError, bitwise_encoding
+from argus.smt.translator import CachedTranslator
 
 __all__ = ["Z3Translator", "z3_version"]
 
@@ -69,14 +70,13 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
 }
 
 
-class Z3Translator:
+class Z3Translator(CachedTranslator):
     """Translate terms into one Z3 context, with a cache."""
 
     def __init__(self, ctx: z3.Context | None = None) -> None:
+        super().__init__()
         self.ctx = ctx if ctx is not None else z3.Context()
-        self.cache: dict[Term, z3.ExprRef] = {}
         self.variables: dict[str, Term] = {}
-        self.functions: dict[str, tuple[Function, z3.FuncDeclRef]] = {}
 
     def sort(self, sort: Sort) -> z3.SortRef:
         if sort.is_int:
@@ -95,29 +95,8 @@ class Z3Translator:
             )
         return z3.Const(name, self.sort(var.sort))
 
-    def function(self, f: Function) -> z3.FuncDeclRef:
-        """The Z3 declaration of ``f`` (declared on first use)."""
-        known = self.functions.get(f.name)
-        if known is not None:
-            if known[0] != f:
-                raise TermError(f"function {f.name!r} declared twice with different signatures")
-            return known[1]
-        decl = z3.Function(f.name, *(self.sort(s) for s in f.domain), self.sort(f.result))
-        self.functions[f.name] = (f, decl)
-        return decl
-
-    def translate(self, term: Term) -> z3.ExprRef:
-        """The Z3 expression of ``term`` (children first, cached)."""
-        cache = self.cache
-        if term in cache:
-            return cache[term]
-        for t in subterms(term):
-            if t not in cache:
-                cache[t] = self._node(t, [cache[a] for a in t.args])
-        return cache[term]
-
-    def translate_all(self, terms: Iterable[Term]) -> list[z3.ExprRef]:
-        return [self.translate(t) for t in terms]
+    def _declare_function(self, f: Function) -> z3.FuncDeclRef:
+        return z3.Function(f.name, *(self.sort(s) for s in f.domain), self.sort(f.result))
 
     def _node(self, t: Term, args: list[Any]) -> z3.ExprRef:
         op = t.op
@@ -174,26 +153,6 @@ class Z3Translator:
     def value(self, model: z3.ModelRef, term: Term) -> int | bool:
         """The value of ``term`` in ``model`` (completed: unconstrained parts get defaults)."""
         return python_value(model.eval(self.translate(term), model_completion=True))
-
-    def model_values(self, model: z3.ModelRef, roots: Iterable[Term]) -> dict[str, Any]:
-        """Variables (name -> int/bool) and functions (name -> ``{args: value, None: default}``)
-        of ``roots`` in ``model``; function tables include every application in ``roots``."""
-        out: dict[str, Any] = {}
-        roots = list(roots)
-        applications: list[Term] = []
-        for t in subterms(*roots):
-            if t.op == "var":
-                out[t.params[0]] = self.value(model, t)
-            elif t.op == "apply":
-                applications.append(t)
-        for t in applications:
-            f = t.params[0]
-            table = out.get(f.name)
-            if table is None:
-                table = out[f.name] = self._function_table(model, f)
-            key = tuple(self.value(model, a) for a in t.args)
-            table[key] = self.value(model, t)
-        return out
 
     def _function_table(self, model: z3.ModelRef, f: Function) -> dict[Any, Any]:
         decl = self.function(f)
