@@ -41,6 +41,8 @@ def gemm_tma_wgmma(a: A.Global(A.bf16, "M K"), b: A.Global(A.bf16, "N K"), c: A.
             A.assert_tag(sb[st], lambda s, j, k, tg, kt=kt: tg == (bn * BN + j, kt * BK + k), "stage holds k-block kt")
         for ks in A.range(BK // 16, unroll=True):
             A.mma(ATOM, sa[st].tile((BM, 16), (0, ks)), sb[st].tile((BN, 16), (0, ks)), acc)
+        A.wgmma_commit()
+        A.wgmma_wait(0)  # the stage's wgmmas retired before the policy releases the stage
     mine = A.mma_partition(ATOM, "c", c.tile((BM, BN), (bm, bn)))
     A.store(acc, mine)
     A.assert_tag(mine, lambda i, j, tg: tg == (i, j), "c[i, j] = row i of A · row j of B")

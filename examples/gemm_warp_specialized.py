@@ -13,7 +13,9 @@ Invariants (tags): ``a`` carries ``(i, k)``, ``b`` carries ``(j, k)``; when its 
 ``s`` holds k-block ``kt``; every wgmma pairs equal ``k``; ``c[i, j]`` carries ``(i, j)``.
 
 Planted bugs (``BUG``): ``"no-empty-wait"`` refills a stage the consumers may still read,
-``"early-release"`` releases a stage before the MMAs that read it, ``"parity"`` waits on the
+``"early-release"`` releases a stage before the MMAs that read it,
+``"release-before-retire"`` releases it after the wgmma commit but before the ``wgmma_wait``
+that retires them, ``"parity"`` waits on the
 full barrier with the wrong parity, ``"expect-tx"`` declares the bytes of A's box only.
 """
 
@@ -63,7 +65,11 @@ def gemm_ws(a: A.Global(A.bf16, "M K"), b: A.Global(A.bf16, "N K"), c: A.Global(
                 A.arrive(empty[s])
             for ks in A.range(BK // 16, unroll=True):
                 A.mma(ATOM, sa[s].tile((64, 16), (wg, ks)), sb[s].tile((BN, 16), (0, ks)), acc)
-            if BUG != "early-release":
+            A.wgmma_commit()
+            if BUG == "release-before-retire":
+                A.arrive(empty[s])  # the wgmmas of this stage may still be reading it
+            A.wgmma_wait(0)  # the stage's wgmmas retired: it may be released
+            if BUG not in ("early-release", "release-before-retire"):
                 A.arrive(empty[s])
         mine = A.mma_partition(ATOM, "c", c.tile((BM, BN), (bm, bn)).tile((64, BN), (wg, 0)))
         A.store(acc, mine)

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from argus.errors import ArgusError
+from argus.ir import interp_wgmma
 from argus.ir import nodes as N
 from argus.ir.happens_before import AsyncRecord
 from argus.ir.interpreter import (
@@ -414,7 +415,8 @@ def run_async_commit(run: Any, op: N.AsyncCommit, env: dict, mask: np.ndarray, l
     state = _state(run)
     kind = op.handle.kind
     if kind is N.HandleKind.WGMMA_GROUP:
-        return  # wgmma executes synchronously in the reference interpreter
+        interp_wgmma.commit(run, _threads(mask, lanes))
+        return
     opened, committed = ((state.open_groups, state.groups) if kind is N.HandleKind.CP_ASYNC_GROUP
                          else (state.open_bulk, state.bulk))
     for t in _threads(mask, lanes):
@@ -428,6 +430,7 @@ def run_async_commit(run: Any, op: N.AsyncCommit, env: dict, mask: np.ndarray, l
 def run_async_wait(run: Any, op: N.AsyncWait, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
     state = _state(run)
     if op.group is N.HandleKind.WGMMA_GROUP:
+        interp_wgmma.wait(run, _threads(mask, lanes), op.pending)
         return
     hb = run.hb
     for t in _threads(mask, lanes):
@@ -531,6 +534,8 @@ def run_fence(run: Any, op: N.Fence, env: dict, mask: np.ndarray, lanes: np.ndar
         for bar in _state(run).bars.values():
             if bar.init_thread in threads and bar.fenced_at is None:
                 bar.fenced_at = int(run.hb.clock[bar.init_thread, bar.init_thread])
+    elif op.fence == "wgmma":
+        interp_wgmma.fence(run, threads)
     # other fences (acq_rel, sc) order nothing the interpreter tracks beyond program order
 
 

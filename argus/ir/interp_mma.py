@@ -179,6 +179,7 @@ class _SharedTile:
         if hb is not None:  # wgmma reads shared memory through the async proxy
             hb.check_async_proxy_read(run, op, view, mem, addr, ok, first, reader=f"{op.atom} (async proxy)")
         grid, _ = run._elements(view)
+        self.mem = mem
         self.addr = addr[0]
         self.coords = grid
         self.values = mem.values[self.addr]
@@ -273,6 +274,9 @@ def _mma_group(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict]) -> None:
         threads = frag.lanes - base
         idx = offsets[threads]  # [lanes, values]
         frag.write(run, d_flat[idx], f_flat[idx], c_flat[idx], n_flat[idx])
+    if spec.name.startswith("wgmma"):
+        from argus.ir import interp_wgmma
+        interp_wgmma.issue(run, op, spec, parts, base)
 
 
 def _split_k(fields: np.ndarray, counts: np.ndarray, k_field: int):

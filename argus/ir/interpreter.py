@@ -231,6 +231,7 @@ COPY_HANDLERS: dict[str, Any] = {}
 synchronous element moves (``cp.async``, ``tma.load``, ``tma.store``...)."""
 
 BLOCK_EXIT_HOOKS: list[Any] = []
+REGISTER_ACCESS_HOOKS: list[Any] = []  # (run, op, mem, view, addr, ok, lanes, write): register ownership checks
 """``hook(block_run)`` called when every warp of a block finished (checks of pending async state)."""
 
 
@@ -688,6 +689,8 @@ class _BlockRun:
                     lanes: np.ndarray, write: bool) -> None:
         space = mem.buffer.space
         if space is N.MemorySpace.REGISTER:
+            for hook in REGISTER_ACCESS_HOOKS:
+                hook(self, op, mem, view, addr, ok, lanes, write)
             return
         threads = np.broadcast_to(lanes[:, None], addr.shape)[ok]
         a = addr[ok]

@@ -66,6 +66,9 @@ from argus.spec.async_ops import (
     transaction_bytes,
     wait,
     warp_role,
+    wgmma_commit,
+    wgmma_fence,
+    wgmma_wait,
 )
 from argus.spec.builder import SpecError
 from argus.spec.kernel import (
@@ -187,5 +190,5 @@ __all__ += [
     "AsyncGroup", "Mbarrier", "Stage", "arrive", "arrive_expect_tx", "cluster_barrier", "cp_async",
     "cp_async_commit", "cp_async_wait", "expect_tx", "fence_proxy_async", "mbarrier", "mbarrier_init",
     "named_barrier", "tma_load", "tma_store", "tma_store_commit", "tma_store_wait", "transaction_bytes",
-    "wait", "warp_role",
+    "wait", "warp_role", "wgmma_commit", "wgmma_fence", "wgmma_wait",
 ]

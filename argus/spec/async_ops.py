@@ -59,7 +59,7 @@ __all__ = [
     "AsyncGroup", "Mbarrier", "Stage", "arrive", "arrive_expect_tx", "cluster_barrier", "cp_async",
     "cp_async_commit", "cp_async_wait", "expect_tx", "fence_proxy_async", "mbarrier", "mbarrier_init",
     "named_barrier", "tma_load", "tma_store", "tma_store_commit", "tma_store_wait", "transaction_bytes",
-    "wait", "warp_role",
+    "wait", "warp_role", "wgmma_commit", "wgmma_fence", "wgmma_wait",
 ]
 
 NAMED_BARRIERS = 16  # bar.sync ids 0..15 (0 is the block barrier)
@@ -83,6 +83,7 @@ class _AsyncTrace:
     committed: list[N.Handle] = field(default_factory=list)
     open_bulk: N.Handle | None = None
     bulk_committed: list[N.Handle] = field(default_factory=list)
+    wgmma_committed: list[N.Handle] = field(default_factory=list)
     roles: list[_Role] = field(default_factory=list)
     budgets: dict[int, tuple[str, int]] = field(default_factory=dict)  # warp -> (role, registers)
 
@@ -489,6 +490,36 @@ def tma_store_wait(pending: int = 0, *, read: bool = False, elected: Any = None)
     done = state.bulk_committed[: len(state.bulk_committed) - pending] if pending else state.bulk_committed
     _emit(N.AsyncWait(group=N.HandleKind.TMA_STORE_GROUP, pending=pending, handles=tuple(done), read=read,
                       loc=_position(), scope=N.Scope.THREAD, elected=_elected(elected)))
+
+
+# --------------------------------------------------------------------------- wgmma groups
+
+
+def wgmma_fence() -> None:
+    """``wgmma.fence``: order this thread's earlier register writes (an accumulator filled or
+    changed by ordinary code) before the wgmma that reads them; required before a wgmma whose
+    accumulator or register A operand was written other than by wgmma since the last fence."""
+    _emit(N.Fence(fence="wgmma", loc=_position(), scope=N.Scope.THREAD))
+
+
+def wgmma_commit() -> AsyncGroup:
+    """``wgmma.commit_group``: close the warpgroup's wgmmas issued since the last commit as a group."""
+    state = _trace()
+    handle = N.Handle(B.current().fresh("w"), N.HandleKind.WGMMA_GROUP)
+    _emit(N.AsyncCommit(handle=handle, loc=_position(), scope=N.Scope.THREAD))
+    state.wgmma_committed.append(handle)
+    return AsyncGroup(handle)
+
+
+def wgmma_wait(pending: int = 0) -> None:
+    """``wgmma.wait_group(pending)``: wait until at most ``pending`` wgmma groups are incomplete.
+    Until then a wgmma owns its accumulator registers and reads its shared-memory operands."""
+    if not isinstance(pending, int) or pending < 0:
+        raise B.error(f"wgmma_wait({pending!r}): the number of pending groups must be a non-negative int")
+    state = _trace()
+    done = state.wgmma_committed[: len(state.wgmma_committed) - pending] if pending else state.wgmma_committed
+    _emit(N.AsyncWait(group=N.HandleKind.WGMMA_GROUP, pending=pending, handles=tuple(done), loc=_position(),
+                      scope=N.Scope.THREAD))
 
 
 # --------------------------------------------------------------------------- fences and barriers

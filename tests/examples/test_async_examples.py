@@ -72,9 +72,11 @@ def test_warp_roles_carry_their_register_budgets():
 
 
 @pytest.mark.parametrize("bug, kind, line, thread, other", [
-    # the producer refills stage 0 (k-block 3) while a consumer may still read k-block 0
-    ("no-empty-wait", "race", "A.tma_load(a.tile((BM, BK), (bm, kt))", 0, 128),
-    ("early-release", "race", "A.tma_load(a.tile((BM, BK), (bm, kt))", 0, 128),
+    # the producer refills stage 0 (k-block 3) while a consumer's wgmma may still read k-block 0
+    ("no-empty-wait", "async", "A.tma_load(a.tile((BM, BK), (bm, kt))", 0, 128),
+    ("early-release", "async", "A.tma_load(a.tile((BM, BK), (bm, kt))", 0, 128),
+    # released after the wgmma commit but before the wgmma_wait that retires the stage's wgmmas
+    ("release-before-retire", "race", "A.tma_load(a.tile((BM, BK), (bm, kt))", 0, 128),
     ("parity", "deadlock", "A.wait(full[s], parity=", 128, None),
     ("expect-tx", "expect-tx", "A.mma(ATOM, sa[s].tile((64, 16), (wg, ks))", 128, 0),
 ])

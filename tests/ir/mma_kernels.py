@@ -5,13 +5,15 @@ from argus.ir.atoms import mma_atom
 from argus.layout_algebra import Swizzle
 
 
-def one_tile(atom: str, *, WRONG_K: bool = False, MIXED_ROWS: bool = False, NO_FENCE: bool = False):
+def one_tile(atom: str, *, WRONG_K: bool = False, MIXED_ROWS: bool = False, NO_FENCE: bool = False,
+             EARLY_READ: bool = False):
     """D = A·Bᵀ + C for one atom tile, operands straight from global memory.
 
     A is M×K, B is N×K, C and D are M×N.  Tags: A (i, k), B (j, k); D must carry (i, j).
     ``WRONG_K`` pairs B's k-halves the wrong way round (a planted bug); ``MIXED_ROWS`` tags A so
     that a row of the A tile mixes source rows (the result has no row: untagged); ``NO_FENCE``
-    omits the proxy fence between the ordinary shared-memory stores and the wgmma reading them.
+    omits the proxy fence between the ordinary shared-memory stores and the wgmma reading them;
+    ``EARLY_READ`` stores a wgmma accumulator before the ``wgmma_wait`` that completes its group.
     """
     spec = mma_atom(atom)
     m, n, k = spec.mnk
@@ -51,7 +53,13 @@ def one_tile(atom: str, *, WRONG_K: bool = False, MIXED_ROWS: bool = False, NO_F
         acc = A.load(A.mma_partition(spec, "c", c))
         A.mma(spec, fa, fb, acc)
         out = A.mma_partition(spec, "c", d)
+        if spec.family == "wgmma":
+            A.wgmma_commit()
+            if not EARLY_READ:
+                A.wgmma_wait(0)
         A.store(acc, out)
+        if spec.family == "wgmma" and EARLY_READ:
+            A.wgmma_wait(0)
         A.assert_tag(out, lambda i, j, t: t == (i, j), "D[i, j] pairs row i of A with row j of B")
 
     return mma_one_tile

@@ -361,3 +361,51 @@ def test_warps_of_a_warpgroup_naming_different_shared_tiles_is_a_violation():
         Interpreter(k.specialize()).run({"a": _random(rng, "bf16", (64, 32)), "b": _random(rng, "bf16", (8, 16))})
     v = err.value.violation
     assert v.kind == "collective" and "differs between the warps" in v.message
+
+
+def _wgmma_inputs(seed: int):
+    spec = mma_atom("wgmma.m64n16k16.bf16")
+    m, n, k = spec.mnk
+    rng = np.random.default_rng(seed)
+    return {"a": _random(rng, spec.a_dtype, (m, k)), "b": _random(rng, spec.b_dtype, (n, k)),
+            "c": np.zeros((m, n), np.float32), "d": np.zeros((m, n), np.float32)}
+
+
+def test_wgmma_accumulator_read_before_its_wait_group_is_an_async_violation():
+    kernel = K.one_tile("wgmma.m64n16k16.bf16", EARLY_READ=True)
+    with pytest.raises(InterpreterError) as err:
+        Interpreter(kernel.specialize()).run(_wgmma_inputs(21))
+    v = err.value.violation
+    assert v.kind == "async" and "accumulator" in v.message and "wgmma_wait" in v.message
+    assert v.block == (0, 0, 0) and 0 <= v.thread < 128 and v.element is not None
+    assert v.position.line == _line(kernel.fn, "A.store(acc, out)")
+    # the same kernel with the wait before the store runs
+    Interpreter(K.one_tile("wgmma.m64n16k16.bf16").specialize()).run(_wgmma_inputs(21))
+
+
+def _with_wgmma_handles(kernel, *, fence: bool):
+    """The kernel with its wgmma named by a handle (explicitly asynchronous), and a wgmma_fence
+    before it when ``fence``."""
+    import dataclasses
+
+    from argus.ir import nodes as N
+
+    ops = []
+    for op in kernel.body.ops:
+        if isinstance(op, N.Mma):
+            if fence:
+                ops.append(N.Fence(fence="wgmma", loc=op.loc, scope=N.Scope.THREAD))
+            op = dataclasses.replace(op, handle=N.Handle("w_mma", N.HandleKind.WGMMA_GROUP))
+        ops.append(op)
+    return dataclasses.replace(kernel, body=dataclasses.replace(kernel.body, ops=tuple(ops)))
+
+
+def test_asynchronous_wgmma_after_unfenced_accumulator_writes_is_a_fence_violation():
+    kernel = K.one_tile("wgmma.m64n16k16.bf16")
+    with pytest.raises(InterpreterError) as err:
+        Interpreter(_with_wgmma_handles(kernel.specialize(), fence=False)).run(_wgmma_inputs(22))
+    v = err.value.violation
+    assert v.kind == "fence" and "wgmma_fence" in v.message
+    assert 0 <= v.thread < 128 and v.element is not None
+    assert v.position.line == _line(kernel.fn, "A.mma(spec, fa, fb, acc)")
+    Interpreter(_with_wgmma_handles(kernel.specialize(), fence=True)).run(_wgmma_inputs(22))
