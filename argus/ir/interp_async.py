@@ -41,7 +41,7 @@ from argus.ir import interp_wgmma
 from argus.ir import nodes as N
 from argus.ir.happens_before import AsyncRecord
 from argus.ir.interpreter import (
-    _UNTAGGED,
+    _KNOWN_ZERO,
     BLOCK_EXIT_HOOKS,
     COPY_HANDLERS,
     MAX_TAG_FIELDS,
@@ -366,10 +366,11 @@ def _claim_global(run: Any, op: N.Op, mem: Any, a: np.ndarray, thread: int) -> N
 
 
 def _gather(run: Any, mem: Any, addr: np.ndarray, ok: np.ndarray):
-    """Values and tags of ``addr`` where ``ok`` (zero and untagged elsewhere), shape [lanes, n]."""
+    """Values and tags of ``addr`` where ``ok`` (known zeros elsewhere: the zero fill of
+    out-of-range and predicated-off elements), shape [lanes, n]."""
     values = np.zeros(addr.shape, mem.values.dtype)
     fields = np.zeros((*addr.shape, MAX_TAG_FIELDS), np.int64)
-    counts = np.full(addr.shape, _UNTAGGED, np.int64)
+    counts = np.full(addr.shape, _KNOWN_ZERO, np.int64)
     names = np.full(addr.shape, None, object)
     idx = run._index(mem, addr, ok)
     values[ok] = mem.values[idx]

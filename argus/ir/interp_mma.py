@@ -47,6 +47,7 @@ from argus.errors import ArgusError
 from argus.ir import nodes as N
 from argus.ir.atoms import mma_atom
 from argus.ir.interpreter import (
+    _KNOWN_ZERO,
     _UNTAGGED,
     MAX_TAG_FIELDS,
     WARP,
@@ -315,26 +316,40 @@ def _mma_tags(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict]):
                     f"{spec.name}: operands disagree on k: A[{mi}, {ki}] carries tag {ta} (k = {int(ka[mi, ki])}) "
                     f"but B[{ni}, {ki}] carries tag {tb} (k = {int(kb[ni, ki])}); {which}",
                     thread=thread, element=element)
-    # row fields of A (all but k) must be the same along k; likewise col fields of B
-    row_ok = tagged_a.all(axis=1) & (nra == nra[:, :1]).all(axis=1) & (ra == ra[:, :1]).all(axis=(1, 2))
-    col_ok = tagged_b.all(axis=1) & (nrb == nrb[:, :1]).all(axis=1) & (rb == rb[:, :1]).all(axis=(1, 2))
-    nrow, ncol = nra[:, 0], nrb[:, 0]
+    # row fields of A (all but k) must be the same along k; likewise col fields of B.  Known zeros
+    # (zero fill of out-of-range elements) contribute nothing to the product: they are skipped.
+    zero_a, zero_b = ca == _KNOWN_ZERO, cb == _KNOWN_ZERO
+
+    def consistent(tagged, zero, rest, nrest):
+        ref = np.argmax(tagged, axis=1)  # first tagged element of each row
+        take = np.arange(len(ref))
+        rest_ref, n_ref = rest[take, ref], nrest[take, ref]
+        same = (nrest == n_ref[:, None]) & (rest == rest_ref[:, None, :]).all(axis=-1)
+        good = tagged.any(axis=1) & ((tagged & same) | zero).all(axis=1)
+        return good, rest_ref, n_ref
+
+    row_ok, ra0, nrow = consistent(tagged_a, zero_a, ra, nra)
+    col_ok, rb0, ncol = consistent(tagged_b, zero_b, rb, nrb)
     total = nrow[:, None] + ncol[None, :]
     ok = row_ok[:, None] & col_ok[None, :] & (total <= MAX_TAG_FIELDS)
     # record of D[m, n]: A's row fields, then B's col fields
     position = np.arange(MAX_TAG_FIELDS)[None, None, :]
     first = nrow[:, None, None]
-    from_b = np.take_along_axis(np.broadcast_to(rb[None, :, 0, :], (M, Nn, MAX_TAG_FIELDS)),
+    from_b = np.take_along_axis(np.broadcast_to(rb0[None, :, :], (M, Nn, MAX_TAG_FIELDS)),
                                 np.broadcast_to(np.clip(position - first, 0, MAX_TAG_FIELDS - 1),
                                                 (M, Nn, MAX_TAG_FIELDS)), axis=2)
-    fields = np.where(position < first, ra[:, None, 0, :], np.where(position < total[..., None], from_b, 0))
+    fields = np.where(position < first, ra0[:, None, :], np.where(position < total[..., None], from_b, 0))
     fields = np.where(ok[..., None], fields, 0)
     counts = np.where(ok, total, _UNTAGGED)
-    # accumulator rule: a tagged C element must agree, else the result is untagged
+    # accumulator rule: a tagged C element must agree, else the result is untagged; where every
+    # product term has a known-zero factor, D is C (tag included: a known-zero C stays one)
     fc = _matrix(spec, "c", {w: p["c"] for w, p in parts.items()}, "fields")
     cc = _matrix(spec, "c", {w: p["c"] for w, p in parts.items()}, "counts")
-    differs = (cc != _UNTAGGED) & ((cc != counts) | (fc != fields).any(axis=-1))
+    differs = (cc >= 0) & ((cc != counts) | (fc != fields).any(axis=-1))
     counts[differs] = _UNTAGGED
+    silent = ~((~zero_a)[:, None, :] & (~zero_b)[None, :, :]).any(axis=2)  # [M, N]: product exactly zero
+    counts = np.where(silent, cc, counts)
+    fields = np.where(silent[..., None], fc, fields)
     names = np.full((M, Nn), "mma", object)
     return fields, counts, names
 

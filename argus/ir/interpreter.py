@@ -40,6 +40,11 @@ from argus.ir.happens_before import HappensBefore
 WARP = 32
 MAX_TAG_FIELDS = 8
 _UNTAGGED = -1
+# tag_count of an element zero-filled because it was out of range (or predicated off) in an
+# asynchronous copy: a *known zero*.  It satisfies every tag assertion about the element (the
+# assertion would be about the tag it would have had, and its value is exactly zero), and an
+# MMA product with a known-zero operand contributes nothing (argus.ir.interp_mma).
+_KNOWN_ZERO = -2
 
 # --------------------------------------------------------------------------- errors
 
@@ -838,6 +843,12 @@ class _BlockRun:
                 "tag", f"{message} {op.message}".strip(), block=self.block, thread=int(lanes[lane]),
                 element=coords[element], position=op.loc, op=op.kind))
 
+        known_zero = counts == _KNOWN_ZERO
+        if known_zero.any():  # a known zero satisfies any assertion about the element
+            keep = np.zeros(ok.shape, bool)
+            keep[ok] = ~known_zero
+            ok, fields, counts = ok & keep, fields[~known_zero], counts[~known_zero]
+            positions = np.argwhere(ok)
         untagged = counts == _UNTAGGED
         if untagged.any():
             raise fail(int(np.flatnonzero(untagged)[0]), f"assertion on untagged (⊥) data of %{op.view.buffer.name}")
@@ -845,7 +856,7 @@ class _BlockRun:
             other_mem, other_addr, _ = self._access(op, op.equal_to, env, mask, lanes, write=False,
                                                     check_init=False, track=False)
             other_fields, other_counts, _ = self._tags_of(other_mem, other_addr, ok)
-            differs = (other_counts != counts) | np.any(other_fields != fields, axis=-1)
+            differs = ((other_counts != counts) | np.any(other_fields != fields, axis=-1)) & (other_counts != _KNOWN_ZERO)
             if differs.any():
                 i = int(np.flatnonzero(differs)[0])
                 raise fail(i, f"tags differ: {tuple(int(v) for v in fields[i][:counts[i]])} vs "

@@ -90,3 +90,54 @@ def test_warp_specialized_pipeline_bugs_are_caught_with_their_place(bug, kind, l
     assert v.position.line == _line(WS, line)
     if kind != "deadlock":
         assert v.element == (0, 0)
+
+
+# --------------------------------------------------------------------------- known zeros
+
+import argus.spec as A  # noqa: E402
+from argus.layout_algebra.hopper import SwizzleMode  # noqa: E402
+
+_SW128 = SwizzleMode.B128.element_swizzle(2)
+
+
+@A.kernel(threads=128, grid=lambda M, N, BM, BN: (A.cdiv(N, BN), A.cdiv(M, BM)))
+def gemm_partial_k(a: A.Global(A.bf16, "M K"), b: A.Global(A.bf16, "N K"), c: A.Global(A.f32, "M N"),
+                   BM: A.const = 64, BN: A.const = 64, BK: A.const = 64, STAGES: A.const = 2,
+                   WRONG: A.const = False):
+    """gemm_tma_wgmma with K not a multiple of BK and no guards on the tag assertions: the
+    out-of-range parts of the partial tiles (M, N and K) are known zeros from the TMA fill."""
+    A.tag(a, lambda i, k: (i, k), "A")
+    A.tag(b, lambda j, k: (j, k), "B")
+    bm, bn = A.block_id(1), A.block_id(0)
+    sa = A.shared(A.bf16, (STAGES, BM, BK), swizzle=_SW128)
+    sb = A.shared(A.bf16, (STAGES, BN, BK), swizzle=_SW128)
+    acc = A.mma_fragment("wgmma.m64n64k16.bf16", "c")
+    for kt, st in A.range(A.cdiv(a.shape[1], BK), pipeline=STAGES):
+        A.tma_load(a.tile((BM, BK), (bm, kt)), sa[st])
+        A.tma_load(b.tile((BN, BK), (bn, kt)), sb[st])
+        A.assert_tag(sa[st], lambda s, i, k, tg, kt=kt, off=int(WRONG): tg == (bm * BM + i, kt * BK + k + off),
+                     "stage holds kt")
+        A.assert_tag(sb[st], lambda s, j, k, tg, kt=kt: tg == (bn * BN + j, kt * BK + k), "stage holds kt")
+        for ks in A.range(BK // 16, unroll=True):
+            A.mma("wgmma.m64n64k16.bf16", sa[st].tile((BM, 16), (0, ks)), sb[st].tile((BN, 16), (0, ks)), acc)
+        A.wgmma_commit()
+        A.wgmma_wait(0)
+    mine = A.mma_partition("wgmma.m64n64k16.bf16", "c", c.tile((BM, BN), (bm, bn)))
+    A.store(acc, mine)
+    A.assert_tag(mine, lambda i, j, tg: tg == (i, j), "c[i, j] = row i of A · row j of B")
+
+
+@pytest.mark.parametrize("shape", [(100, 80, 96), (64, 64, 40), (70, 64, 136)])
+def test_partial_k_tiles_carry_known_zeros_and_tag_assertions_hold_unguarded(shape):
+    m, n, k = shape
+    inputs = _inputs(m * n + k, m, n, k)
+    out = Interpreter(gemm_partial_k.specialize()).run(inputs, {"M": m, "N": n, "K": k})["c"]
+    _check_gemm(out, inputs)
+
+
+def test_known_zeros_do_not_hide_a_wrong_tag_assertion():
+    inputs = _inputs(3, 64, 64, 96)
+    with pytest.raises(InterpreterError) as err:
+        Interpreter(gemm_partial_k.specialize(WRONG=True)).run(inputs, {"M": 64, "N": 64, "K": 96})
+    v = err.value.violation
+    assert v.kind == "tag" and "assert_tag failed" in v.message and v.element is not None
