@@ -6,14 +6,15 @@ from argus.layout_algebra import Swizzle
 
 
 def one_tile(atom: str, *, WRONG_K: bool = False, MIXED_ROWS: bool = False, NO_FENCE: bool = False,
-             EARLY_READ: bool = False):
+             EARLY_READ: bool = False, NO_WAIT: bool = False):
     """D = A·Bᵀ + C for one atom tile, operands straight from global memory.
 
     A is M×K, B is N×K, C and D are M×N.  Tags: A (i, k), B (j, k); D must carry (i, j).
     ``WRONG_K`` pairs B's k-halves the wrong way round (a planted bug); ``MIXED_ROWS`` tags A so
     that a row of the A tile mixes source rows (the result has no row: untagged); ``NO_FENCE``
     omits the proxy fence between the ordinary shared-memory stores and the wgmma reading them;
-    ``EARLY_READ`` stores a wgmma accumulator before the ``wgmma_wait`` that completes its group.
+    ``EARLY_READ`` stores a wgmma accumulator before the ``wgmma_wait`` that completes its group;
+    ``NO_WAIT`` commits the wgmma but never waits for it (and stores nothing).
     """
     spec = mma_atom(atom)
     m, n, k = spec.mnk
@@ -55,6 +56,8 @@ def one_tile(atom: str, *, WRONG_K: bool = False, MIXED_ROWS: bool = False, NO_F
         out = A.mma_partition(spec, "c", d)
         if spec.family == "wgmma":
             A.wgmma_commit()
+            if NO_WAIT:
+                return
             if not EARLY_READ:
                 A.wgmma_wait(0)
         A.store(acc, out)

@@ -409,3 +409,12 @@ def test_asynchronous_wgmma_after_unfenced_accumulator_writes_is_a_fence_violati
     assert 0 <= v.thread < 128 and v.element is not None
     assert v.position.line == _line(kernel.fn, "A.mma(spec, fa, fb, acc)")
     Interpreter(_with_wgmma_handles(kernel.specialize(), fence=True)).run(_wgmma_inputs(22))
+
+
+def test_wgmma_never_waited_for_is_reported_at_block_exit():
+    kernel = K.one_tile("wgmma.m64n16k16.bf16", NO_WAIT=True)
+    with pytest.raises(InterpreterError) as err:
+        Interpreter(kernel.specialize()).run(_wgmma_inputs(23))
+    v = err.value.violation
+    assert v.kind == "async" and "still in flight when the block exits" in v.message and "wgmma_wait" in v.message
+    assert v.position.line == _line(kernel.fn, "A.mma(spec, fa, fb, acc)")
