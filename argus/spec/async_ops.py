@@ -20,6 +20,8 @@ call                                      executed by             completes / is
 ``tma_store(smem, tile)``                 one elected thread      the thread's bulk group
 ``tma_store_commit / tma_store_wait``     the elected thread      bulk groups
 ``fence_proxy_async()``                   every thread            —
+``wgmma_fence()``                         every thread            —
+``wgmma_commit / wgmma_wait(pending)``    the warpgroup           the wgmmas since the last commit
 ``named_barrier(id, participants)``       ``participants``        —
 ``cluster_barrier()``                     every thread of the     —
                                           cluster
