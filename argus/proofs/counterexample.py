@@ -146,7 +146,7 @@ class Counterexample:
             lines.append(f"  {self.position.line:>5} | {src.strip()}")
         if self.inserted_by is not None:
             lines.append(f"  (inserted by the policy at {self.inserted_by})")
-        lines.append(f"  {self.message}")
+        lines.append(f"  violated: {self.message}")
         facts = []
         if self.consts:
             facts.append("consts " + ", ".join(f"{k}={v}" for k, v in self.consts.items()))
