@@ -27,6 +27,7 @@ ROLE = {
     "nvjitlink": "PTX -> cubin (sm_90a)",
     "amdgpu-asm": "gfx942 assembler/linker",
     "cuda": "NVIDIA driver / GPU",
+    "gpu-e2e": "PTX -> cubin -> launch",
     "hip": "HIP runtime / AMD GPU",
     "torch": "PyTorch",
 }

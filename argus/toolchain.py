@@ -323,6 +323,87 @@ def _driver_highest_ptx_isa(driver: Any, dev: Any, target: str) -> str | None:
         driver.cuDevicePrimaryCtxRelease(dev)
 
 
+E2E_THREADS = 64
+
+
+def _e2e_ptx(target: str) -> str:
+    """A one-instruction-per-thread kernel: ``out[tid] = 3 * tid + 1``."""
+    return (
+        f".version 8.0\n.target {target}\n.address_size 64\n"
+        ".visible .entry argus_e2e(.param .u64 out)\n{\n"
+        "  .reg .b32 %r<3>;\n  .reg .b64 %rd<4>;\n"
+        "  ld.param.u64 %rd1, [out];\n  cvta.to.global.u64 %rd2, %rd1;\n"
+        "  mov.u32 %r1, %tid.x;\n  mad.lo.s32 %r2, %r1, 3, 1;\n"
+        "  mul.wide.u32 %rd3, %r1, 4;\n  add.s64 %rd3, %rd2, %rd3;\n"
+        "  st.global.u32 [%rd3], %r2;\n  ret;\n}\n"
+    )
+
+
+@_guarded("gpu-e2e", INSTALL_NVIDIA)
+def probe_gpu_end_to_end() -> Probe:
+    """The whole NVIDIA path on device 0: PTX → cubin (ptxas, else nvJitLink) → load → launch
+    → copy back → check ``out[t] == 3t + 1`` for every thread."""
+    import ctypes
+
+    import numpy as np
+
+    device = cuda_device()
+    if not device.ok:
+        return Probe("gpu-e2e", False, detail=f"no CUDA device ({device.detail})")
+    from cuda.bindings import driver
+
+    target = "sm_" + device.facts["compute_capability"].replace(".", "")
+    ptx = _e2e_ptx(target)
+    ptxas = find_ptxas()
+    if ptxas is not None:
+        with tempfile.TemporaryDirectory(prefix="argus-e2e-") as tmp:
+            src, out = Path(tmp) / "e2e.ptx", Path(tmp) / "e2e.cubin"
+            src.write_text(ptx)
+            result = _run([str(ptxas), f"-arch={target}", str(src), "-o", str(out)])
+            if result.returncode != 0:
+                return Probe("gpu-e2e", False, detail=f"ptxas failed: {result.stderr.strip()[:200]}",
+                             fix=INSTALL_NVIDIA)
+            image, builder = out.read_bytes(), f"ptxas {ptxas}"
+    else:
+        image, builder = nvjitlink_link(ptx, target), "nvJitLink"
+
+    def check(result: Any, what: str) -> Any:
+        err, *rest = result if isinstance(result, tuple) else (result,)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"{what} failed: {err.name}")
+        return rest[0] if len(rest) == 1 else rest
+
+    dev = check(driver.cuDeviceGet(0), "cuDeviceGet")
+    ctx = check(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+    try:
+        check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+        module = check(driver.cuModuleLoadData(image), "cuModuleLoadData")
+        try:
+            function = check(driver.cuModuleGetFunction(module, b"argus_e2e"), "cuModuleGetFunction")
+            nbytes = 4 * E2E_THREADS
+            memory = check(driver.cuMemAlloc(nbytes), "cuMemAlloc")
+            try:
+                argument = ctypes.c_uint64(int(memory))
+                params = (ctypes.c_void_p * 1)(ctypes.addressof(argument))
+                check(driver.cuLaunchKernel(function, 1, 1, 1, E2E_THREADS, 1, 1, 0, 0,
+                                            ctypes.addressof(params), 0), "cuLaunchKernel")
+                check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+                host = np.zeros(E2E_THREADS, np.int32)
+                check(driver.cuMemcpyDtoH(host.ctypes.data, memory, nbytes), "cuMemcpyDtoH")
+            finally:
+                driver.cuMemFree(memory)
+        finally:
+            driver.cuModuleUnload(module)
+    finally:
+        driver.cuDevicePrimaryCtxRelease(dev)
+    expected = 3 * np.arange(E2E_THREADS, dtype=np.int32) + 1
+    if not np.array_equal(host, expected):
+        bad = int(np.flatnonzero(host != expected)[0])
+        return Probe("gpu-e2e", False, detail=f"wrong result: out[{bad}] = {host[bad]}, expected {expected[bad]}")
+    return Probe("gpu-e2e", True, detail=f"{target} kernel built with {builder}, launched on "
+                 f"{device.facts['name']}, {E2E_THREADS} threads checked", facts={"target": target})
+
+
 # --------------------------------------------------------------------------- AMD
 
 
@@ -454,6 +535,7 @@ ALL_PROBES: tuple[tuple[str, Callable[[], Probe]], ...] = (
     ("nvjitlink", probe_nvjitlink),
     ("amdgpu-asm", probe_amdgpu_assembler),
     ("cuda", cuda_device),
+    ("gpu-e2e", probe_gpu_end_to_end),
     ("hip", probe_hip),
     ("torch", probe_torch),
 )

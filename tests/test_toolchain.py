@@ -128,6 +128,34 @@ def test_cuda_probe_describes_device():
     assert probe.facts["multiprocessors"] > 0
 
 
+def test_gpu_end_to_end_probe_explains_a_missing_device():
+    probe = toolchain.probe_gpu_end_to_end()
+    if _has_driver():
+        pytest.skip("this machine has an NVIDIA driver; covered by the gpu test")
+    assert not probe.ok and "no CUDA device" in probe.detail
+
+
+def test_gpu_end_to_end_kernel_assembles_here():
+    # the probe's kernel itself is valid PTX for sm_90a (checked without a GPU)
+    path = toolchain.find_ptxas()
+    assert path is not None
+    import subprocess as sp
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "e2e.ptx"
+        src.write_text(toolchain._e2e_ptx("sm_90a"))
+        result = sp.run([str(path), "-arch=sm_90a", str(src), "-o", str(Path(tmp) / "e2e.cubin")],
+                        capture_output=True, text=True, check=False)
+        assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.gpu
+def test_gpu_end_to_end_launch():
+    probe = toolchain.probe_gpu_end_to_end()
+    assert probe.ok, probe.detail
+
+
 def test_hip_probe_without_rocm_explains():
     probe = toolchain.probe_hip()
     if probe.ok:
