@@ -993,38 +993,32 @@ def distinct(*xs: Any) -> Term:
 # --------------------------------------------------------------------------- connectives
 
 
-def and_(*xs: Any) -> Term:
-    """Conjunction (flattened, ``TRUE`` dropped, duplicates removed; ``TRUE`` when empty)."""
+def _connective(op: str, unit: Term, absorbing: Term, xs: tuple[Any, ...]) -> Term:
+    """``op`` over ``xs``: nested ``op`` nodes flattened, ``unit`` dropped, duplicates removed;
+    ``absorbing`` if any operand is; ``unit`` when nothing is left."""
     out: list[Term] = []
     seen: set[Term] = set()
     for x in xs:
         t = lift(x, BOOL)
-        for part in t.args if t.op == "and" else (t,):
-            if part is FALSE:
-                return FALSE
-            if part is not TRUE and part not in seen:
+        for part in t.args if t.op == op else (t,):
+            if part is absorbing:
+                return absorbing
+            if part is not unit and part not in seen:
                 seen.add(part)
                 out.append(part)
     if not out:
-        return TRUE
-    return out[0] if len(out) == 1 else Term("and", tuple(out))
+        return unit
+    return out[0] if len(out) == 1 else Term(op, tuple(out))
+
+
+def and_(*xs: Any) -> Term:
+    """Conjunction (flattened, ``TRUE`` dropped, duplicates removed; ``TRUE`` when empty)."""
+    return _connective("and", TRUE, FALSE, xs)
 
 
 def or_(*xs: Any) -> Term:
     """Disjunction (flattened, ``FALSE`` dropped, duplicates removed; ``FALSE`` when empty)."""
-    out: list[Term] = []
-    seen: set[Term] = set()
-    for x in xs:
-        t = lift(x, BOOL)
-        for part in t.args if t.op == "or" else (t,):
-            if part is TRUE:
-                return TRUE
-            if part is not FALSE and part not in seen:
-                seen.add(part)
-                out.append(part)
-    if not out:
-        return FALSE
-    return out[0] if len(out) == 1 else Term("or", tuple(out))
+    return _connective("or", FALSE, TRUE, xs)
 
 
 def not_(a: Any) -> Term:
