@@ -23,6 +23,9 @@ kind               what is reported
                    emitter prints; hand-written code without them skips this check)
 ``waitstates``     an MFMA result read or overwritten by a non-MFMA instruction fewer than
                    ``passes + 3`` wait states after the MFMA (the hardware does not interlock)
+                   ; a direct-to-LDS load less than one wait state after the SALU write of M0
+``m0``             a direct-to-LDS load (``buffer_load_dword ... lds``) where M0, its LDS base,
+                   may not have been written
 ``descriptor``     ``.amdhsa_accum_offset`` not a multiple of 4 in [4, 256], a VGPR used at or
                    above it, AGPRs beyond ``.amdhsa_next_free_vgpr``, SGPRs beyond
                    ``.amdhsa_next_free_sgpr``, metadata register counts that disagree
@@ -475,6 +478,39 @@ def _check_wait_states(program: _Program, hazards: list[Hazard]) -> None:
     _dataflow(program.items, frozenset, transfer, join)
 
 
+def _writes_m0(inst: _Inst) -> bool:
+    return inst.mnemonic.startswith("s_") and bool(inst.operands) and inst.operands[0] == "m0" \
+        and not inst.mnemonic.startswith(_NO_SCALAR_DEF)
+
+
+def _check_m0(program: _Program, hazards: list[Hazard]) -> None:
+    """A direct-to-LDS load takes its LDS base from M0: M0 must have been written on every path,
+    by a scalar instruction at least one wait state earlier (the CDNA3 "SALU writes M0 → LDS DMA"
+    rule)."""
+    # state: (M0 may be unwritten, line of the last M0 write, wait states still needed after it)
+    def transfer(state, inst: _Inst, report: bool):
+        unset, line, need = state
+        if inst.mnemonic == "s_nop":
+            n = int(inst.operands[0], 0) + 1 if inst.operands else 1
+            return (unset, line, max(0, need - n))
+        if _facts(inst).lds_async_write and report:
+            if unset:
+                hazards.append(Hazard("m0", inst.line, inst.text,
+                                      "direct-to-LDS load with M0 (its LDS base) not written on some path"))
+            elif need:
+                hazards.append(Hazard("waitstates", inst.line, inst.text,
+                                      f"direct-to-LDS load {need} wait state(s) too early after the M0 write at "
+                                      f"line {line}"))
+        if _writes_m0(inst):
+            return (False, inst.line, 1)
+        return (unset, line, max(0, need - 1))
+
+    def join(a, b):
+        return (a[0] or b[0], max(a[1], b[1]), max(a[2], b[2]))
+
+    _dataflow(program.items, lambda: (True, 0, 0), transfer, join)
+
+
 def _check_descriptor(program: _Program, hazards: list[Hazard]) -> None:
     d = program.directives
     if ".amdhsa_next_free_vgpr" not in d:
@@ -520,7 +556,7 @@ def _check_descriptor(program: _Program, hazards: list[Hazard]) -> None:
 
 
 CHECKS = {"waitcnt": _check_waitcnt, "barrier": _check_barriers, "overlap": _check_overlap,
-          "waitstates": _check_wait_states, "descriptor": _check_descriptor}
+          "waitstates": _check_wait_states, "m0": _check_m0, "descriptor": _check_descriptor}
 
 
 def check_source(text: str, checks: tuple[str, ...] = tuple(CHECKS)) -> list[Hazard]:

@@ -291,7 +291,7 @@ def _emitted_mnemonics() -> frozenset[str]:
         "v_mov_b32", "v_add_u32", "v_sub_u32", "v_mul_lo_u32", "v_mul_hi_u32", "v_lshlrev_b32", "v_lshrrev_b32",
         "v_ashrrev_i32", "v_lshl_add_u32", "v_lshl_add_u64", "v_mad_u64_u32", "v_add3_u32", "v_and_b32",
         "v_or_b32", "v_xor_b32", "v_bfe_u32", "v_bfi_b32", "v_min_i32", "v_max_i32", "v_min_u32", "v_max_u32",
-        "v_cndmask_b32_e64", "v_mbcnt_lo_u32_b32", "v_mbcnt_hi_u32_b32", "v_add_f32", "v_sub_f32", "v_mul_f32",
+        "v_cndmask_b32_e64", "v_readfirstlane_b32", "v_mbcnt_lo_u32_b32", "v_mbcnt_hi_u32_b32", "v_add_f32", "v_sub_f32", "v_mul_f32",
         "v_fma_f32", "v_max_f32", "v_min_f32", "v_med3_f32", "v_exp_f32", "v_log_f32", "v_rcp_f32", "v_rsq_f32",
         "v_sqrt_f32", "v_rndne_f32", "v_div_scale_f32", "v_div_fmas_f32", "v_div_fixup_f32", "v_cvt_f16_f32",
         "v_cvt_f32_f16", "v_cvt_f32_i32", "v_cvt_i32_f32", "v_cvt_pk_fp8_f32", "v_cvt_pk_bf8_f32",

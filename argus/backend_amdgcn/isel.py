@@ -60,6 +60,7 @@ from argus.errors import ArgusError
 from argus.ir import dtypes as D
 from argus.ir import lowering as L
 from argus.ir import nodes as N
+from argus.ir.interpreter import _Compiled
 from argus.ir.uniformity import Uniformity
 
 __all__ = ["Policy", "UnsupportedError", "select"]
@@ -69,6 +70,9 @@ EXEC = Special("exec")
 VCC = Special("vcc")
 BUFFER_DWORD3 = 0x00020000  # gfx9 raw buffer: DATA_FORMAT=32, no swizzle, no stride
 OUT_OF_RANGE = 0x80000000  # a buffer offset past any num_records
+WAVE = 64  # lanes of a gfx942 wavefront
+LDS_DIRECT = ("buffer.load.lds", "lds.direct")
+M0 = Special("m0")
 
 
 class UnsupportedError(ArgusError):
@@ -177,6 +181,7 @@ class _Selector:
         self.dtypes: dict[str, D.DType] = {}
         self.loc: str = ""
         self.arguments: tuple[KernelArgument, ...] = kernel_arguments(lk)
+        self._wave_cache: dict[Any, bool] = {}
         self.accumulators = {r.buffer for s in lk.walk() if isinstance(s, L.MmaStmt) for r in (*s.c, *s.d)}
         grid = self.kernel.launch.grid
         self.workgroup_ids = tuple(d < len(grid) for d in range(3))
@@ -345,6 +350,25 @@ class _Selector:
     def uniform(self, e: Any) -> bool:
         return self.lk.uniformity(e) is Uniformity.BLOCK
 
+    def wave_uniform(self, e: Any) -> bool:
+        """One value per 64-lane wavefront (``tid // 64``...), by the shared uniformity analysis.
+
+        The lowering writes ``//`` and ``%`` as ``TruncDiv``/``TruncMod`` only where the dividend
+        is proved non-negative, where they equal the floor forms the analysis reasons about."""
+        if not isinstance(e, sympy.Basic) or self.kernel.thread_id not in e.free_symbols:
+            return False
+        key = ("wave-uniform", e)
+        hit = self._wave_cache.get(key)
+        if hit is None:
+            floor = e.replace(lambda x: isinstance(x, symbolic.TruncDiv), lambda x: symbolic.FloorDiv(*x.args)) \
+                .replace(lambda x: isinstance(x, symbolic.TruncMod), lambda x: sympy.Mod(*x.args))
+            hit = self._wave_cache[key] = self.lk.uniformity_info.uniform_within(floor, WAVE)
+        return hit
+
+    def scalar(self, e: Any) -> bool:
+        """Does ``e`` live in an SGPR: block-uniform, or uniform per wavefront?"""
+        return self.uniform(e) or self.wave_uniform(e)
+
     def symbol(self, s: sympy.Symbol) -> RegRef:
         ref = self.symbols.get(s)
         if ref is None:
@@ -361,6 +385,13 @@ class _Selector:
         return self.cached(("s", e), self.depth(e), lambda: self._sexpr(e))
 
     def _sexpr(self, e: sympy.Basic) -> RegRef:
+        if not self.uniform(e) and any(not self.scalar(arg) for arg in e.args if arg.free_symbols):
+            # a wave-uniform value computed from per-lane ones (``tid // 64``): every lane computes
+            # it, the first active one hands it to an SGPR, and what is built on it is scalar code
+            lanes = self.to_vgpr(self._vexpr(e))
+            out = self.reg(S, name=f"wave-uniform {e}")[0]
+            self.emit("v_readfirstlane_b32", out, lanes)
+            return out
         if isinstance(e, sympy.Add):
             const, rest = e.as_coeff_Add()
             terms = list(sympy.Add.make_args(rest))
@@ -396,7 +427,7 @@ class _Selector:
         e = sympy.sympify(e)
         if isinstance(e, sympy.Integer):
             return Imm(int(e))
-        if self.uniform(e):
+        if self.scalar(e):
             return self.sexpr(e)
         if isinstance(e, sympy.Symbol):
             return self.symbol(e)
@@ -406,8 +437,8 @@ class _Selector:
         if isinstance(e, sympy.Add):
             const, rest = e.as_coeff_Add()
             terms = list(sympy.Add.make_args(rest))
-            uniform = [t for t in terms if self.uniform(t)]
-            varying = [t for t in terms if not self.uniform(t)]
+            uniform = [t for t in terms if self.scalar(t)]
+            varying = [t for t in terms if not self.scalar(t)]
             acc = self._vterm(varying[0], None)
             for t in varying[1:]:
                 acc = self._vterm(t, acc)
@@ -424,8 +455,8 @@ class _Selector:
         coeff, rest = t.as_coeff_Mul()
         coeff = int(coeff)
         factors = list(sympy.Mul.make_args(rest))
-        uniform = sympy.Mul(*[f for f in factors if self.uniform(f)])
-        varying = [f for f in factors if not self.uniform(f)]
+        uniform = sympy.Mul(*[f for f in factors if self.scalar(f)])
+        varying = [f for f in factors if not self.scalar(f)]
         if not varying:
             value = self.sexpr(t)
             return value if acc is None else self.valu("v_add_u32", [value, acc], commutative=True)
@@ -635,7 +666,7 @@ class _Selector:
                 raise self.error(None, f"comparison {pred} needs 64-bit arithmetic")
             lhs, rhs = sympy.expand(lhs - rhs), sympy.Integer(0)
         out = self.reg(S, 2, f"mask of {pred}")
-        if self.uniform(lhs) and self.uniform(rhs):
+        if self.scalar(lhs) and self.scalar(rhs):  # one answer per wavefront: all lanes or none
             a, b = self.sexpr(lhs), self.sexpr(rhs)
             if isinstance(a, Imm) and isinstance(b, Imm):
                 raise self.error(None, f"constant predicate {pred} not folded")
@@ -1186,7 +1217,8 @@ class _Selector:
     def branch(self, s: L.Branch) -> None:
         if s.kind == "warp_role" and s.registers is not None:
             raise self.error(s, "warp roles with register budgets (setmaxnreg) are NVIDIA-only")
-        if s.uniformity is Uniformity.BLOCK:
+        if s.uniformity is Uniformity.BLOCK or self.wave_uniform(s.cond):
+            # every lane of a wavefront takes the same side: a scalar branch
             m = self.mask(s.cond)
             if m is True or m is False:
                 self.body(s.then if m else s.orelse)
@@ -1230,9 +1262,16 @@ class _Selector:
 
     # ------------------------------------------------------------ memory
     def copy(self, s: L.CopyStmt) -> None:
+        if s.atom in LDS_DIRECT:
+            for pred, transfers in self._by_predicate(s.transfers):
+                # masked-off lanes must not write LDS (the IR leaves those elements alone): exec
+                prepared = [self.lds_direct_operands(s, t) for t in transfers]
+                self.masked(pred, lambda prepared=prepared: [self.lds_direct(*x) for x in prepared])
+            return
         if s.atom not in ("sync", "reg", "buffer.load"):
             raise self.error(s, f"copy atom {s.atom!r} has no gfx942 lowering",
-                             hint="gfx942 copies: 'sync' (global/LDS loads and stores), 'buffer.load', 'reg'")
+                             hint="gfx942 copies: 'sync' (global/LDS loads and stores), 'buffer.load', "
+                                  "'buffer.load.lds', 'reg'")
         groups: list[tuple[Any, list[L.Transfer]]] = []
         for t in s.transfers:
             pred = t.predicate
@@ -1251,6 +1290,62 @@ class _Selector:
                 for t, addresses in zip(transfers, prepared):
                     self.transfer(s, t, addresses)
             self.masked(pred, run)
+
+    @staticmethod
+    def _by_predicate(transfers: tuple[L.Transfer, ...]) -> list[tuple[Any, list[L.Transfer]]]:
+        groups: list[tuple[Any, list[L.Transfer]]] = []
+        for t in transfers:
+            if groups and groups[-1][0] == t.predicate:
+                groups[-1][1].append(t)
+            else:
+                groups.append((t.predicate, [t]))
+        return groups
+
+    # -- direct-to-LDS loads
+    def lds_direct_operands(self, s: L.CopyStmt, t: L.Transfer) -> tuple[RegRef, RegRef, Any]:
+        """(lane byte offset, buffer resource, M0 value) of one ``buffer.load.lds`` transfer.
+
+        The instruction writes lane ``l``'s dword at LDS byte ``M0 + 4*l``: the destination must
+        be one dword per lane, at a wave-uniform base plus 4 bytes per lane — checked for every
+        thread of the block by evaluating the address (the base is then the address of the
+        wavefront's lane 0, a wave-uniform expression that selection keeps in SGPRs)."""
+        src, dst = t.src, t.dst
+        if not (isinstance(src, L.MemoryRun) and src.space is N.MemorySpace.GLOBAL
+                and isinstance(dst, L.MemoryRun) and dst.space is N.MemorySpace.SHARED):
+            raise self.error(s, "buffer.load.lds copies global memory into LDS")
+        if src.nbytes != 4 or dst.nbytes != 4:
+            raise self.error(s, f"buffer.load.lds moves one dword per lane on gfx942; this transfer moves "
+                             f"{dst.nbytes} bytes of %{dst.buffer.name}",
+                             hint="tile the copy so that each thread moves 4 bytes (one f32, two bf16)")
+        tid = self.kernel.thread_id
+        byte = sympy.expand(sympy.sympify(dst.address) * dst.dtype.itemsize)
+        terms = sympy.Add.make_args(byte) if byte != 0 else ()
+        lane_part = sympy.Add(*[x for x in terms if x.has(tid)])
+        rest = sympy.Add(*[x for x in terms if not x.has(tid)])
+        where = f"the LDS destination %{dst.buffer.name}[{dst.address}]"
+        if lane_part.free_symbols - {tid} or not self.uniform(rest):
+            raise self.error(s, f"buffer.load.lds: {where} mixes the thread id with other per-thread values",
+                             hint="the destination must be a block-uniform base plus a function of the thread id")
+        wave = sympy.Dummy("wave", integer=True, nonnegative=True)
+        wave_base = sympy.expand(lane_part.subs(tid, WAVE * wave))
+        tids = np.arange(self.kernel.launch.threads, dtype=np.int64)
+        got = np.broadcast_to(_Compiled(lane_part)({tid: tids}), tids.shape)
+        want = np.broadcast_to(_Compiled(wave_base)({wave: tids // WAVE}), tids.shape) + 4 * (tids % WAVE)
+        if not np.array_equal(got, want):
+            bad = int(np.flatnonzero(got != want)[0])
+            raise self.error(s, f"buffer.load.lds: lane l of a wavefront writes the dword at M0 + 4*l, but "
+                             f"{where} of thread {bad} is byte {int(got[bad])}, not its wavefront's base "
+                             f"{int(want[bad] - 4 * (bad % WAVE))} + {4 * (bad % WAVE)}",
+                             hint="lay the copy out so that consecutive lanes write consecutive dwords")
+        m0 = sympy.expand(wave_base.subs(wave, symbolic.FloorDiv(tid, WAVE)) + rest
+                          + self.lk.shared_offset(dst.buffer))
+        offset, rsrc = self.buffer_operands(s, src)
+        return offset, rsrc, m0
+
+    def lds_direct(self, offset: RegRef, rsrc: RegRef, m0: Any) -> None:
+        self.emit("s_mov_b32", M0, self.sexpr(m0), defs=(), implicit_defs=("m0",))
+        self.emit("buffer_load_dword", offset, rsrc, Imm(0), defs=(), modifiers="offen lds",
+                  implicit_uses=("m0",), implicit_defs=("lds",))
 
     def addresses(self, t: L.Transfer) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -1510,9 +1605,10 @@ class _Selector:
         self.emit("s_mov_b32", rsrc[3], self.to_sgpr(Imm(BUFFER_DWORD3)))
         return rsrc.all
 
-    def buffer_load(self, s: L.CopyStmt, run: L.MemoryRun, regs: tuple[L.Reg, ...], pred: Any) -> None:
+    def buffer_operands(self, s: L.Stmt, run: L.MemoryRun) -> tuple[RegRef, RegRef]:
+        """(32-bit lane byte offset, resource) of a buffer access of ``run``."""
         if run.space is not N.MemorySpace.GLOBAL:
-            raise self.error(s, "buffer.load reads global memory")
+            raise self.error(s, "buffer loads read global memory")
         itemsize = run.dtype.itemsize
         address = sympy.expand(run.address)
         terms = sympy.Add.make_args(address) if address != 0 else ()
@@ -1526,6 +1622,10 @@ class _Selector:
                              "not proved to fit 32 bits", hint="use the 'sync' atom (64-bit addresses) for this access")
         rsrc = self.resource(run.buffer, uniform)
         offset = self.to_vgpr(self.byte_offset32(varying, itemsize)) if varying != 0 else self.zero_vgpr()
+        return offset, rsrc
+
+    def buffer_load(self, s: L.CopyStmt, run: L.MemoryRun, regs: tuple[L.Reg, ...], pred: Any) -> None:
+        offset, rsrc = self.buffer_operands(s, run)
         m = self.mask(pred)
         if m is not True:
             picked = self.reg(V, name="offset or out of range")[0]

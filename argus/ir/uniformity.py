@@ -7,6 +7,9 @@ Every index symbol and expression is classified as
 * ``WARP`` — the same value within each warp (``tid // 32``, ``tid // 128``...),
 * ``THREAD`` — may differ between the lanes of a warp.
 
+:meth:`UniformityInfo.uniform_within` asks the same question for another group width (the
+64-lane wavefront of gfx942, whose backend keeps such values in scalar registers).
+
 Each op gets the uniformity of its *control context*: the least uniform guard among the
 ``If``/``For``/``WarpRole`` regions around it.  The verifier uses it (barriers and
 collectives must run under uniform control), and both backends use it (elected threads,
@@ -36,21 +39,22 @@ class Uniformity(enum.IntEnum):
     THREAD = 2
 
 
-def _warp_uniform_tid_use(expr: sympy.Basic, tid: sympy.Symbol) -> bool:
-    """True when every occurrence of ``tid`` sits in ``FloorDiv(tid + a, m)`` with ``32 | m`` and
-    ``32 | a`` (a uniform offset), so the value cannot change inside a warp."""
+def _warp_uniform_tid_use(expr: sympy.Basic, tid: sympy.Symbol, width: int = WARP_SIZE) -> bool:
+    """True when every occurrence of ``tid`` sits in ``FloorDiv(tid + a, m)`` with ``width | m``
+    and ``width | a`` (a uniform offset), so the value cannot change inside an aligned group of
+    ``width`` threads (a warp for 32, a gfx942 wavefront for 64)."""
     if expr == tid:
         return False
     if isinstance(expr, symbolic.FloorDiv):
         numerator, divisor = expr.args
         m = symbolic.static_value(divisor)
-        if m is not None and m > 0 and m % WARP_SIZE == 0:
+        if m is not None and m > 0 and m % width == 0:
             rest = sympy.expand(numerator - tid)
-            if not rest.has(tid) and symbolic.divides(WARP_SIZE, rest) is True:
+            if not rest.has(tid) and symbolic.divides(width, rest) is True:
                 return True
     if not expr.args:
         return True
-    return all(_warp_uniform_tid_use(arg, tid) for arg in expr.args if arg.has(tid))
+    return all(_warp_uniform_tid_use(arg, tid, width) for arg in expr.args if arg.has(tid))
 
 
 @dataclass
@@ -75,6 +79,23 @@ class UniformityInfo:
 
     def context(self, op: N.Op) -> Uniformity:
         return self.control.get(id(op), Uniformity.BLOCK)
+
+    def uniform_within(self, expr: Any, width: int) -> bool:
+        """True when ``expr`` has one value in every aligned group of ``width`` consecutive
+        thread ids (``width`` = 64: a gfx942 wavefront, where ``tid // 64`` qualifies but
+        ``tid // 32`` does not).  Other symbols must be block-uniform, or warp-uniform when a
+        group lies inside one warp (``32 % width == 0``)."""
+        if not isinstance(expr, sympy.Basic):
+            return True
+        for s in expr.free_symbols:
+            if s == self.tid:
+                if not _warp_uniform_tid_use(expr, s, width):
+                    return False
+            else:
+                level = self.symbols.get(s, Uniformity.BLOCK)
+                if level is Uniformity.THREAD or (level is Uniformity.WARP and WARP_SIZE % width):
+                    return False
+        return True
 
 
 def analyze(kernel: N.Kernel) -> UniformityInfo:
