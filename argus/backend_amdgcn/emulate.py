@@ -118,6 +118,8 @@ class GlobalMemory:
         self.size = 0
         self.data = np.zeros(0, np.uint8)
         self.valid = np.zeros(0, bool)
+        # who stored each byte last: instruction index, workgroup (linear), wave, lane; -1: nobody
+        self.writer = np.full((0, 4), -1, np.int64)
 
     def allocate(self, contents: bytes | np.ndarray) -> int:
         raw = np.frombuffer(bytes(contents), np.uint8) if not isinstance(contents, np.ndarray) else \
@@ -132,7 +134,9 @@ class GlobalMemory:
         valid = np.zeros(end + self.GAP, bool)
         valid[: self.valid.size] = self.valid
         valid[start: start + raw.size] = True
-        self.data, self.valid, self.size = data, valid, end
+        writer = np.full((end + self.GAP, 4), -1, np.int64)
+        writer[: self.writer.shape[0]] = self.writer
+        self.data, self.valid, self.writer, self.size = data, valid, writer, end
         return self.BASE + start
 
     def read_region(self, address: int, nbytes: int) -> np.ndarray:
@@ -152,10 +156,18 @@ class GlobalMemory:
         idx, ok = self._index(addresses, nbytes)
         return self.data[idx], ok
 
-    def store(self, addresses: np.ndarray, data: np.ndarray) -> np.ndarray:
+    def store(self, addresses: np.ndarray, data: np.ndarray, who: np.ndarray | None = None) -> np.ndarray:
+        """Write ``data`` [n, nbytes]; ``who`` [n, 4] records the writer of each row's bytes."""
         idx, ok = self._index(addresses, data.shape[1])
         self.data[idx[ok]] = data[ok]
+        if who is not None:
+            self.writer[idx[ok]] = np.asarray(who)[ok][:, None, :]
         return ok
+
+    def writer_of(self, address: int) -> tuple[int, int, int, int] | None:
+        """(instruction index, workgroup, wave, lane) of the last store to the byte at ``address``."""
+        row = self.writer[address - self.BASE]
+        return None if row[0] < 0 else tuple(int(x) for x in row)
 
 
 # --------------------------------------------------------------------------- program image
@@ -212,6 +224,8 @@ class Wave:
     s: list[int] = field(default_factory=lambda: [0] * 128)
     v: np.ndarray = field(default_factory=lambda: np.zeros((256, WAVE), np.uint32))
     a: np.ndarray = field(default_factory=lambda: np.zeros((256, WAVE), np.uint32))
+    # which lanes of each VGPR (0..255) and AGPR (256..511) were written since the wave started
+    defined: np.ndarray = field(default_factory=lambda: np.zeros((512, WAVE), bool))
     scc: int = 0
     pc: int = 0
     state: str = "run"  # run, barrier, done
@@ -292,6 +306,7 @@ class Machine:
         self._seen: set[tuple] = set()
         self.executed = 0
         self.wg = (0, 0, 0)
+        self.wg_linear = 0
         for inst in self.program:
             _prepare(inst)
 
@@ -310,8 +325,9 @@ class Machine:
         return EmulationError(f"gfx942 emulator: {where}: {inst}: {message}")
 
     # ------------------------------------------------------------ a workgroup
-    def run_workgroup(self, wg: tuple[int, int, int]) -> None:
+    def run_workgroup(self, wg: tuple[int, int, int], linear: int = 0) -> None:
         self.wg = wg
+        self.wg_linear = linear
         img = self.image
         self.lds = np.zeros(img.lds_bytes, np.uint8)
         nbytes = max(img.lds_bytes, 1)
@@ -333,6 +349,7 @@ class Machine:
             tid = w * WAVE + LANES
             live = tid < img.threads
             wave.v[0] = np.where(live, tid, 0).astype(np.uint32)  # 1-D workgroups: x only
+            wave.defined[0] = True
             wave.exec = mask_int(live)
             waves.append(wave)
         while True:
@@ -363,6 +380,8 @@ class Machine:
                 raise self.fault(wave, inst, f"more than {MAX_STEPS} instructions: the kernel does not terminate")
             if wave.pending:
                 self.check_registers(wave, inst)
+            if inst.vreads:
+                self.check_defined(wave, inst)
             handler = inst.handler
             if handler is None:
                 raise self.fault(wave, inst, f"{inst.op} is not an instruction the emulator knows")
@@ -389,6 +408,16 @@ class Machine:
                 lane = int(lanes[0]) if lanes.size else None
             self.report("use-before-waitcnt", wave, inst,
                         f"{how} {reg[0]}{reg[1]} before the s_waitcnt that completes its load", lane, p.inst)
+
+    def check_defined(self, wave: Wave, inst: Instruction) -> None:
+        lanes = wave.exec_mask() if mfma_shape(inst.op) is None else np.ones(WAVE, bool)
+        for row in inst.vreads:
+            missing = lanes & ~wave.defined[row]
+            if missing.any():
+                name = f"v{row}" if row < 256 else f"a{row - 256}"
+                self.report("undefined-register", wave, inst,
+                            f"reads {name}, which no instruction of this wave has written", int(np.flatnonzero(missing)[0]))
+                return
 
     def retire(self, wave: Wave, vm: int | None, lgkm: int | None) -> None:
         if vm is not None:
@@ -486,6 +515,7 @@ def _prepare(inst: Instruction) -> None:
     if inst.op == "v_div_fmas_f32" or (inst.op == "v_cndmask_b32" and inst.encoding != "e64"):
         reads |= {("s", VCC), ("s", VCC + 1)}
     inst.reads = frozenset(reads)  # type: ignore[attr-defined]
+    inst.vreads = tuple(sorted(i + (256 if f == "a" else 0) for f, i in reads if f in ("v", "a")))  # type: ignore[attr-defined]
     inst.writes = frozenset(writes)  # type: ignore[attr-defined]
 
 
@@ -536,6 +566,8 @@ def vwrite(w: Wave, op: Operand, value: np.ndarray, lanes: np.ndarray, width: in
     if op.kind not in ("v", "a"):
         raise EmulationError(f"gfx942 emulator: cannot write a vector result to {op}")
     regs = w.v if op.kind == "v" else w.a
+    base = op.index + (256 if op.kind == "a" else 0)
+    w.defined[base: base + (2 if width == 64 else 1)] |= lanes
     if width == 64:
         value = np.asarray(value, np.uint64)
         regs[op.index][lanes] = (value & np.uint64(M32)).astype(np.uint32)[lanes]
@@ -942,6 +974,14 @@ def _v_mad_u64_u32(m: Machine, w: Wave, inst: Instruction) -> None:
         swrite(w, sd, mask_int(carry & lanes), 64)
 
 
+@_handler("v_readfirstlane_b32")
+def _v_readfirstlane(m: Machine, w: Wave, inst: Instruction) -> None:
+    # the value of the lowest lane enabled in EXEC (lane 0 when EXEC is zero)
+    lanes = np.flatnonzero(w.exec_mask())
+    lane = int(lanes[0]) if lanes.size else 0
+    swrite(w, inst.operands[0], int(vread(m, w, inst.operands[1])[lane]))
+
+
 @_handler("v_accvgpr_read_b32", "v_accvgpr_write_b32", "v_accvgpr_mov_b32")
 def _v_accvgpr(m: Machine, w: Wave, inst: Instruction) -> None:
     d, s = inst.operands
@@ -1219,6 +1259,8 @@ def _mfma(m: Machine, w: Wave, inst: Instruction) -> None:
     out = mfma_compute(shape, words(a, 2), words(b, 2), cw)
     regs = w.v if d.kind == "v" else w.a
     regs[d.index: d.index + shape.acc_regs] = out
+    base = d.index + (256 if d.kind == "a" else 0)
+    w.defined[base: base + shape.acc_regs] = True
 
 
 # --------------------------------------------------------------------------- LDS
@@ -1265,6 +1307,7 @@ def _ds_read(m: Machine, w: Wave, inst: Instruction) -> None:
     words = _bytes_to_words(_lds_gather(m, addr, ok, nbytes), nbytes)
     for i in range(words.shape[0]):
         _regfile(w, d)[d.index + i][lanes] = words[i][lanes]
+        w.defined[d.index + i + (256 if d.kind == "a" else 0)] |= lanes
     w.pending.append(Pending("lgkm", "lds-read", inst, frozenset(d.regs()), lanes))
 
 
@@ -1396,6 +1439,7 @@ def _global_load(m: Machine, w: Wave, inst: Instruction) -> None:
         words[0] = ((words[0].astype(np.int64) ^ (1 << (bits - 1))) - (1 << (bits - 1))).astype(np.uint32)
     for i in range(words.shape[0]):
         _regfile(w, d)[d.index + i][lanes] = words[i][lanes]
+        w.defined[d.index + i + (256 if d.kind == "a" else 0)] |= lanes
     w.pending.append(Pending("vm", "load", inst, frozenset(d.regs()), lanes))
 
 
@@ -1407,7 +1451,8 @@ def _global_store(m: Machine, w: Wave, inst: Instruction) -> None:
     addresses = _global_addresses(m, w, inst, vaddr, saddr)
     raw = _words_to_bytes(_regfile(w, data)[data.index: data.index + data.count], nbytes)
     if lanes.any():
-        ok = m.memory.store(addresses[lanes], raw[lanes])
+        who = np.stack([np.full(WAVE, inst.index), np.full(WAVE, m.wg_linear), np.full(WAVE, w.id), LANES], axis=1)
+        ok = m.memory.store(addresses[lanes], raw[lanes], who[lanes])
         full_ok = np.ones(WAVE, bool)
         full_ok[lanes] = ok
         _fault_lanes(m, w, inst, full_ok, lanes, addresses)
@@ -1452,7 +1497,8 @@ def _global_atomic(m: Machine, w: Wave, inst: Instruction) -> None:
         old = int(raw[0].view("<u4")[0])
         old_values[lane] = old
         new = _atomic_op(kind, old, int(values[lane]))
-        m.memory.store(addresses[lane: lane + 1], np.frombuffer(struct.pack("<I", new), np.uint8)[None, :])
+        m.memory.store(addresses[lane: lane + 1], np.frombuffer(struct.pack("<I", new), np.uint8)[None, :],
+                       np.array([[inst.index, m.wg_linear, w.id, lane]]))
     if returns:
         vwrite(w, inst.operands[0], old_values, lanes)
     w.pending.append(Pending("vm", "load" if returns else "store", inst,
@@ -1520,6 +1566,7 @@ def _buffer_load(m: Machine, w: Wave, inst: Instruction) -> None:
         return
     for i in range(words.shape[0]):
         _regfile(w, d)[d.index + i][lanes] = words[i][lanes]
+        w.defined[d.index + i + (256 if d.kind == "a" else 0)] |= lanes
     w.pending.append(Pending("vm", "load", inst, frozenset(d.regs()), lanes))
 
 
@@ -1534,7 +1581,7 @@ def run_program(image: KernelImage, memory: GlobalMemory, kernarg: int, grid: Se
     for z in range(g[2]):
         for y in range(g[1]):
             for x in range(g[0]):
-                machine.run_workgroup((x, y, z))
+                machine.run_workgroup((x, y, z), count)
                 count += 1
     return Emulation(image, machine.findings, machine.executed, count)
 
