@@ -263,10 +263,24 @@ class Emulation:
     findings: list[Finding]
     instructions: int
     workgroups: int
+    grid: tuple[int, int, int] = (1, 1, 1)
+    # per buffer argument (by name): the last store to each element, [elements, 4] of
+    # (instruction index, workgroup (linear, x fastest), wave, lane), -1 where nothing stored
+    writers: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not self.findings
+
+    def writer(self, buffer: str, element: int) -> str | None:
+        """Which instruction, workgroup, wave and lane last stored element ``element`` of ``buffer``."""
+        rows = self.writers.get(buffer)
+        if rows is None or rows[element][0] < 0:
+            return None
+        inst, linear, wave, lane = (int(x) for x in rows[element])
+        gx, gy, _ = self.grid
+        wg = (linear % gx, (linear // gx) % gy, linear // (gx * gy))
+        return f"workgroup {wg} wave {wave} lane {lane}: {self.image.program[inst]}"
 
 
 # --------------------------------------------------------------------------- the machine
@@ -1583,7 +1597,7 @@ def run_program(image: KernelImage, memory: GlobalMemory, kernarg: int, grid: Se
             for x in range(g[0]):
                 machine.run_workgroup((x, y, z), count)
                 count += 1
-    return Emulation(image, machine.findings, machine.executed, count)
+    return Emulation(image, machine.findings, machine.executed, count, g)
 
 
 def emulate(hsaco: bytes, kernel: str, args: Sequence[Any], grid: Sequence[int]) -> Emulation:
@@ -1612,7 +1626,7 @@ def launch(image: KernelImage, args: Sequence[Any], grid: Sequence[int]) -> Emul
                 raise EmulationError(f"argument {meta['.name']} is a buffer: pass a numpy array")
             address = memory.allocate(value)
             kernarg[offset: offset + 8] = struct.pack("<Q", address)
-            outputs.append((value, address))
+            outputs.append((str(meta[".name"]), value, address))
         elif kind == "by_value":
             if isinstance(value, float) or isinstance(value, np.floating):
                 packed = struct.pack("<f" if size == 4 else "<d", float(value))
@@ -1623,8 +1637,10 @@ def launch(image: KernelImage, args: Sequence[Any], grid: Sequence[int]) -> Emul
             raise EmulationError(f"argument kind {kind} of {meta['.name']} is not modelled")
     address = memory.allocate(bytes(kernarg))
     result = run_program(image, memory, address, grid)
-    for array, base in outputs:
+    for name, array, base in outputs:
         flat = array.reshape(-1).view(np.uint8)
         flat[:] = memory.read_region(base, flat.size)
+        start = base - memory.BASE
+        result.writers[name] = memory.writer[start: start + flat.size: max(1, array.itemsize)].copy()
     return result
 

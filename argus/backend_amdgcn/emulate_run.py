@@ -146,6 +146,8 @@ class Comparison:
     max_rel: float
     tolerance: float
     mismatches: int
+    first: int | None = None  # the first element outside the tolerance
+    origin: str | None = None  # who wrote it (emulator runs)
 
     @property
     def ok(self) -> bool:
@@ -154,13 +156,18 @@ class Comparison:
     def line(self) -> str:
         status = "bit-exact" if self.exact else (f"within tolerance (rel {self.tolerance:.1e})" if self.ok else
                                                  f"MISMATCH at {self.mismatches} element(s)")
-        return f"{self.name}: max abs err {self.max_abs:.3e}, max rel err {self.max_rel:.3e}: {status}"
+        text = f"{self.name}: max abs err {self.max_abs:.3e}, max rel err {self.max_rel:.3e}: {status}"
+        if not self.ok and self.first is not None:
+            text += f"\n  first: element {self.first}" + (f", written by {self.origin}" if self.origin else
+                                                          ", never written by the kernel")
+        return text
 
 
 def compare(name: str, reference: np.ndarray, result: np.ndarray, *, rtol: float = 1e-5,
-            atol: float = 0.0) -> Comparison:
+            atol: float = 0.0, emulation: Emulation | None = None) -> Comparison:
     """``result`` against ``reference``: bit-exact (NaN matches NaN), else elementwise
-    ``|r - ref| <= atol + rtol * |ref|``."""
+    ``|r - ref| <= atol + rtol * |ref|``.  With ``emulation``, the first element outside the
+    tolerance names the store (workgroup, wave, lane, instruction) that wrote it."""
     ref = np.asarray(reference, np.float64).reshape(-1)
     got = np.asarray(result, np.float64).reshape(-1)
     both_nan = np.isnan(ref) & np.isnan(got)
@@ -170,5 +177,7 @@ def compare(name: str, reference: np.ndarray, result: np.ndarray, *, rtol: float
         diff = np.where(same, 0.0, np.abs(got - ref))
         rel = np.where(same, 0.0, diff / np.maximum(np.abs(ref), np.finfo(np.float64).tiny))
         bad = ~same & ~(diff <= atol + rtol * np.abs(ref))
+    first = int(np.flatnonzero(bad)[0]) if bad.any() else None
+    origin = emulation.writer(name, first) if emulation is not None and first is not None else None
     return Comparison(name, exact, float(np.nanmax(diff, initial=0.0)), float(np.nanmax(rel, initial=0.0)), rtol,
-                      int(np.sum(bad)))
+                      int(np.sum(bad)), first, origin)
