@@ -34,7 +34,12 @@ kind               what is reported
 Control flow (labels, ``s_branch``, ``s_cbranch_*``, ``s_endpgm``) is followed with a
 may-analysis iterated to a fixed point: a hazard on any path is reported.  The LDS rule is
 workgroup-level: it treats every LDS access as possibly touching data of another wave (argus
-never round-trips a wave's private data through LDS without a barrier).
+never round-trips a wave's private data through LDS without a barrier).  Two LDS accesses
+conflict when their regions overlap: an ``lds=start:end`` annotation in an instruction's
+comment (the emitter prints the byte range of the IR shared buffer it addresses, in bounds by
+the verifier's proof) confines it to those bytes, compared in 64-byte granules; an access
+without one may touch all of LDS.  That is what lets a double buffer fill one stage while
+the other is read.
 """
 
 from __future__ import annotations
@@ -67,6 +72,13 @@ class _Inst:
     operands: list[str]
     modifiers: str
     values: list[tuple[int, int]] | None  # (value id, dword offset) per register operand
+    lds: tuple[int, int] | None = None  # LDS byte range [start, end) an LDS access may touch
+
+    @property
+    def lds_cells(self) -> frozenset:
+        """The 64-byte LDS granules the instruction may touch (all of LDS when unannotated)."""
+        start, end = self.lds if self.lds is not None else (0, 65536)
+        return frozenset(("lds", k) for k in range(start // 64, max(start + 1, end + 63) // 64))
 
 
 @dataclass
@@ -163,7 +175,9 @@ def parse(text: str) -> _Program:
             for entry in filter(None, m.group(1).split(",")):
                 ident, _, offset = entry.lstrip("%").partition("+")
                 values.append((int(ident), int(offset or 0)))
-        program.items.append(_Inst(number, line, mnemonic, operands, modifiers, values))
+        region = re.search(r"lds=(\d+):(\d+)", comment)
+        lds = (int(region.group(1)), int(region.group(2))) if region else None
+        program.items.append(_Inst(number, line, mnemonic, operands, modifiers, values, lds))
     return program
 
 
@@ -320,8 +334,8 @@ def _check_waitcnt(program: _Program, hazards: list[Hazard]) -> None:
                     pending.discard(p)
             return frozenset(pending)
         touched = facts.defs | facts.uses
-        if facts.lds_read or facts.lds_write:
-            touched = touched | {("lds", 0)}
+        if facts.lds_read or facts.lds_write or facts.lds_async_write:
+            touched = touched | inst.lds_cells
         if report:
             for line, counter, in_order, regs, _ in sorted(pending, key=lambda p: p[0]):
                 clash = regs & touched
@@ -342,7 +356,7 @@ def _check_waitcnt(program: _Program, hazards: list[Hazard]) -> None:
                     p = (line, counter, in_order, regs, min(newer + 1, 64))
                 bumped.add(p)
             pending = bumped
-            writes = facts.memory_defs | ({("lds", 0)} if facts.lds_async_write else frozenset())
+            writes = facts.memory_defs | (inst.lds_cells if facts.lds_async_write else frozenset())
             pending = {p for p in pending if p[0] != inst.line}
             pending.add((inst.line, facts.counter, facts.in_order, frozenset(writes), 0))
         return frozenset(pending)
@@ -374,19 +388,24 @@ def _check_barriers(program: _Program, hazards: list[Hazard]) -> None:
                                       f"s_barrier while the memory write at line {line} may be in flight "
                                       f"(no s_waitcnt {counter}cnt(0) before the barrier)"))
             return (frozenset(), frozenset(), flight)
-        if facts.lds_read and report and writes:
-            hazards.append(Hazard("barrier", inst.line, inst.text,
-                                  f"LDS read after the LDS write at line {min(writes)} with no s_barrier between "
-                                  "them on some path (another wave's data may not be there yet)"))
-        if (facts.lds_write or facts.lds_async_write) and report and reads:
-            hazards.append(Hazard("barrier", inst.line, inst.text,
-                                  f"LDS write after the LDS read at line {min(reads)} with no s_barrier between "
-                                  "them on some path (another wave may still read the old data)"))
+        cells = inst.lds_cells
+        if facts.lds_read and report:
+            clash = [line for line, where in writes if where & cells]
+            if clash:
+                hazards.append(Hazard("barrier", inst.line, inst.text,
+                                      f"LDS read after the LDS write at line {min(clash)} with no s_barrier between "
+                                      "them on some path (another wave's data may not be there yet)"))
+        if (facts.lds_write or facts.lds_async_write) and report:
+            clash = [line for line, where in reads if where & cells]
+            if clash:
+                hazards.append(Hazard("barrier", inst.line, inst.text,
+                                      f"LDS write after the LDS read at line {min(clash)} with no s_barrier between "
+                                      "them on some path (another wave may still read the old data)"))
         if facts.lds_write or facts.lds_async_write:
-            writes = writes | {inst.line}
+            writes = writes | {(inst.line, cells)}
             flight = flight | {(inst.line, facts.counter)}
         if facts.lds_read:
-            reads = reads | {inst.line}
+            reads = reads | {(inst.line, cells)}
         if facts.vector_store:
             flight = flight | {(inst.line, "vm")}
         return (writes, reads, flight)

@@ -157,6 +157,8 @@ class Inst:
     others are read).  ``modifiers`` is the text after the operands (``offen offset:16``).
     ``implicit_defs``/``implicit_uses`` name special registers (``exec``, ``vcc``, ``scc``,
     ``m0``) and, for LDS ordering, ``"lds"`` (an instruction that writes or reads LDS).
+    ``lds``: the byte range ``[start, end)`` of the LDS arena an LDS access may touch (the IR
+    shared buffer it addresses, whose accesses the verifier proves in bounds); None: anywhere.
     """
 
     opcode: str
@@ -166,6 +168,7 @@ class Inst:
     implicit_defs: tuple[str, ...] = ()
     implicit_uses: tuple[str, ...] = ()
     comment: str = ""
+    lds: tuple[int, int] | None = None
 
     def reg_defs(self) -> list[RegRef]:
         return [op for i, op in enumerate(self.operands) if i in self.defs and isinstance(op, RegRef)]
@@ -270,6 +273,17 @@ def mfma_passes(opcode: str) -> int:
     if match is None:
         raise ValueError(f"{opcode!r} is not an MFMA")
     return {32: 8, 16: 4}[int(match.group(1))]
+
+
+LDS_GRANULE = 64  # bytes: the unit in which LDS regions are compared (rounded outwards)
+LDS_BYTES = 65536
+
+
+def lds_granules(region: tuple[int, int] | None) -> frozenset[tuple[str, int]]:
+    """``("lds", k)`` for every 64-byte granule of an LDS byte range (None: all of LDS)."""
+    start, end = region if region is not None else (0, LDS_BYTES)
+    return frozenset(("lds", k) for k in range(start // LDS_GRANULE, max(start + 1, end + LDS_GRANULE - 1)
+                                                // LDS_GRANULE))
 
 
 # --------------------------------------------------------------------------- the emitted subset
@@ -385,8 +399,9 @@ def render(items: list[Item], assignment: dict[VirtualReg, int] | None = None, *
             continue
         line = "  " + render_inst(item, assignment)
         if comments:
+            region = f"lds={item.lds[0]}:{item.lds[1]}" if item.lds is not None else ""
             note = " ".join(x for x in (value_annotation(item) if any(isinstance(o, RegRef) for o in item.operands)
-                                        else "", f"@ {item.comment}" if item.comment else "") if x)
+                                        else "", region, f"@ {item.comment}" if item.comment else "") if x)
             if note:
                 line = f"{line:<64} ; {note}"
         lines.append(line)

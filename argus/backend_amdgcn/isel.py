@@ -193,8 +193,9 @@ class _Selector:
         return VirtualReg(file, size, name or "temporary", align)
 
     def emit(self, opcode: str, *operands: Any, defs: tuple[int, ...] = (0,), modifiers: str = "",
-             implicit_defs: tuple[str, ...] = (), implicit_uses: tuple[str, ...] = ()) -> Inst:
-        inst = Inst(opcode, tuple(operands), defs, modifiers, implicit_defs, implicit_uses, self.loc)
+             implicit_defs: tuple[str, ...] = (), implicit_uses: tuple[str, ...] = (),
+             lds: tuple[int, int] | None = None) -> Inst:
+        inst = Inst(opcode, tuple(operands), defs, modifiers, implicit_defs, implicit_uses, self.loc, lds)
         if opcode not in EMITTED_MNEMONICS:
             raise AssertionError(f"internal: {opcode} is missing from isa.EMITTED_MNEMONICS")
         inst_class(opcode, modifiers)  # every opcode has a class: fail early on a typo
@@ -1302,8 +1303,8 @@ class _Selector:
         return groups
 
     # -- direct-to-LDS loads
-    def lds_direct_operands(self, s: L.CopyStmt, t: L.Transfer) -> tuple[RegRef, RegRef, Any]:
-        """(lane byte offset, buffer resource, M0 value) of one ``buffer.load.lds`` transfer.
+    def lds_direct_operands(self, s: L.CopyStmt, t: L.Transfer) -> tuple[RegRef, RegRef, Any, tuple[int, int]]:
+        """(lane byte offset, buffer resource, M0 value, LDS region) of one ``buffer.load.lds`` transfer.
 
         The instruction writes lane ``l``'s dword at LDS byte ``M0 + 4*l``: the destination must
         be one dword per lane, at a wave-uniform base plus 4 bytes per lane — checked for every
@@ -1340,12 +1341,12 @@ class _Selector:
         m0 = sympy.expand(wave_base.subs(wave, symbolic.FloorDiv(tid, WAVE)) + rest
                           + self.lk.shared_offset(dst.buffer))
         offset, rsrc = self.buffer_operands(s, src)
-        return offset, rsrc, m0
+        return offset, rsrc, m0, self.lds_region(dst.buffer)
 
-    def lds_direct(self, offset: RegRef, rsrc: RegRef, m0: Any) -> None:
+    def lds_direct(self, offset: RegRef, rsrc: RegRef, m0: Any, region: tuple[int, int]) -> None:
         self.emit("s_mov_b32", M0, self.sexpr(m0), defs=(), implicit_defs=("m0",))
         self.emit("buffer_load_dword", offset, rsrc, Imm(0), defs=(), modifiers="offen lds",
-                  implicit_uses=("m0",), implicit_defs=("lds",))
+                  implicit_uses=("m0",), implicit_defs=("lds",), lds=region)
 
     def addresses(self, t: L.Transfer) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -1503,6 +1504,11 @@ class _Selector:
         return self.cached(("bytes", address, itemsize), self.depth(address),
                            lambda: self.valu("v_lshlrev_b32", [Imm(k), self.to_vgpr(value)]))
 
+    def lds_region(self, buffer: N.Buffer) -> tuple[int, int]:
+        """The arena bytes of a shared buffer (every access to it is proved in bounds)."""
+        alloc = next(a for a in self.lk.shared if a.buffer is buffer or a.buffer.name == buffer.name)
+        return alloc.offset, alloc.offset + alloc.nbytes
+
     def lds_address(self, run: L.MemoryRun) -> tuple[RegRef, int]:
         itemsize = run.dtype.itemsize
         base = self.lk.shared_offset(run.buffer)
@@ -1531,7 +1537,7 @@ class _Selector:
             else:
                 op = "ds_read_" + self._suffix(nbytes, "ds")
             self.emit(op, RegRef(data.reg, data.offset, max(1, nbytes // 4)), address,
-                      modifiers=f"offset:{imm}" if imm else "")
+                      modifiers=f"offset:{imm}" if imm else "", lds=self.lds_region(run.buffer))
             return
         if run.space is not N.MemorySpace.GLOBAL:
             raise self.error(s, f"load from {run.space.value} memory")
@@ -1552,7 +1558,7 @@ class _Selector:
         if run.space is N.MemorySpace.SHARED:
             _, address, imm = where_
             self.emit("ds_write_" + self._suffix(nbytes, "ds"), address, src, defs=(),
-                      modifiers=f"offset:{imm}" if imm else "")
+                      modifiers=f"offset:{imm}" if imm else "", lds=self.lds_region(run.buffer))
             return
         if run.space is not N.MemorySpace.GLOBAL:
             raise self.error(s, f"store to {run.space.value} memory")

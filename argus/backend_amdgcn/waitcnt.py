@@ -14,8 +14,10 @@ issue order): with ``k``
 newer operations in the same queue it emits ``vmcnt(k)`` (vector memory returns in issue
 order, loads and stores alike), or ``lgkmcnt(k)`` when only LDS operations are pending —
 scalar loads may return out of order, so a pending ``s_load`` turns every lgkm wait into
-``lgkmcnt(0)``.  A direct-to-LDS load writes LDS, not registers: LDS reads and writes wait
-for it through ``vmcnt``.  Before ``s_barrier`` every LDS access and every vector-memory
+``lgkmcnt(0)``.  A direct-to-LDS load writes LDS, not registers: LDS reads and writes of the
+bytes it writes (the instruction's ``lds`` region, in 64-byte granules; all of LDS when it has
+none) wait for it through ``vmcnt`` — accesses of another shared buffer (the other stage of a
+double buffer) do not.  Before ``s_barrier`` every LDS access and every vector-memory
 operation completes (the barrier orders them for the other waves of the block).
 
 Control flow: the queues at a block's entry are the join of its predecessors' exit queues,
@@ -31,12 +33,19 @@ import re
 from dataclasses import dataclass
 
 from argus.backend_amdgcn.cfg import blocks
-from argus.backend_amdgcn.isa import Counter, Inst, InstClass, Item, RegRef, VirtualReg
+from argus.backend_amdgcn.isa import (
+    Counter,
+    Inst,
+    InstClass,
+    Item,
+    RegRef,
+    VirtualReg,
+    lds_granules,
+)
 
 __all__ = ["Wait", "insert_waitcnts", "parse_waitcnt", "physical_regs"]
 
-Phys = tuple[str, int]  # ("v", 5), ("s", 0), ("a", 3), ("lds", 0)
-LDS: Phys = ("lds", 0)
+Phys = tuple[str, int]  # ("v", 5), ("s", 0), ("a", 3), ("lds", k): the k-th 64-byte granule of LDS
 
 
 @dataclass(frozen=True)
@@ -104,7 +113,7 @@ def _event_of(inst: Inst, assignment: dict[VirtualReg, int]) -> tuple[Counter, E
         for ref in inst.reg_defs():
             writes.update(physical_regs(ref, assignment))
     if cls is InstClass.VMEM_LDS:
-        writes.add(LDS)
+        writes.update(lds_granules(inst.lds))
     return counter, Event(frozenset({cls}), frozenset(writes))
 
 
@@ -120,7 +129,7 @@ def _touched(inst: Inst, assignment: dict[VirtualReg, int]) -> tuple[set[Phys], 
         if isinstance(op, RegRef):
             (later if returns and i in inst.defs else now).update(physical_regs(op, assignment))
     if inst.cls in (InstClass.DS_READ, InstClass.DS_WRITE, InstClass.VMEM_LDS):
-        now.add(LDS)
+        now.update(lds_granules(inst.lds))
     return now, later
 
 
