@@ -465,6 +465,14 @@ class Machine:
         if not ok.any():
             return ok
         idx = (addr[ok][:, None] + np.arange(nbytes)[None, :]).ravel()
+        for p in wave.pending:
+            if p.kind == "lds-dma" and p.lds is not None and p.inst is not inst:
+                hit = np.isin(idx, p.lds)
+                if hit.any():
+                    lane = int(np.flatnonzero(ok)[int(np.flatnonzero(hit)[0]) // nbytes])
+                    self.report("use-before-waitcnt", wave, inst,
+                                f"{'writes' if write else 'reads'} LDS bytes that an outstanding direct-to-LDS load "
+                                "of this wave writes (no s_waitcnt vmcnt completes it first)", lane, p.inst)
         me = np.uint64(1) << np.uint64(wave.id)
         if write:
             conflict_w = (self.lds_write_epoch[idx] == self.epoch) & (self.lds_writer[idx] != wave.id)
@@ -1316,7 +1324,7 @@ def _ds_read(m: Machine, w: Wave, inst: Instruction) -> None:
     d, vaddr = inst.operands
     nbytes, _ = _ds_width(inst.op)
     lanes = w.exec_mask()
-    addr = vread(m, w, vaddr).astype(np.int64) + _ds_offset(inst)
+    addr = (vread(m, w, vaddr).astype(np.int64) + _ds_offset(inst)) & M32  # 32-bit address arithmetic
     ok = m.lds_access(w, inst, addr, nbytes, False, lanes)
     words = _bytes_to_words(_lds_gather(m, addr, ok, nbytes), nbytes)
     for i in range(words.shape[0]):
@@ -1330,7 +1338,7 @@ def _ds_write(m: Machine, w: Wave, inst: Instruction) -> None:
     vaddr, data = inst.operands
     nbytes, _ = _ds_width(inst.op)
     lanes = w.exec_mask()
-    addr = vread(m, w, vaddr).astype(np.int64) + _ds_offset(inst)
+    addr = (vread(m, w, vaddr).astype(np.int64) + _ds_offset(inst)) & M32  # 32-bit address arithmetic
     ok = m.lds_access(w, inst, addr, nbytes, True, lanes)
     words = _regfile(w, data)[data.index: data.index + max(1, data.count)]
     raw = _words_to_bytes(words, nbytes)
@@ -1569,14 +1577,15 @@ def _buffer_load(m: Machine, w: Wave, inst: Instruction) -> None:
     if lds:
         if nbytes != 4:
             raise m.fault(w, inst, "direct-to-LDS loads of other widths than a dword are not modelled")
-        # LDS_ADDR = M0 (the wave's LDS offset) + instruction offset + 4 * lane
-        lds_addr = (w.s[M0] & 0x3FFFF) + int(inst.modifiers.get("offset", "0"), 0) + 4 * LANES
+        # LDS_ADDR = M0[15:0] (the wave's LDS byte offset) + instruction offset + 4 * lane
+        lds_addr = (w.s[M0] & 0xFFFF) + int(inst.modifiers.get("offset", "0"), 0) + 4 * LANES
         lds_addr = lds_addr.astype(np.int64)
         ok = m.lds_access(w, inst, lds_addr, 4, True, lanes)
         if ok.any():
             idx = lds_addr[ok][:, None] + np.arange(4)[None, :]
             m.lds[idx] = _words_to_bytes(words[:1], 4)[ok]
-        w.pending.append(Pending("vm", "lds-dma", inst, frozenset(), lanes, lds_addr[ok]))
+        dma_bytes = (lds_addr[ok][:, None] + np.arange(4)[None, :]).ravel()
+        w.pending.append(Pending("vm", "lds-dma", inst, frozenset(), lanes, dma_bytes))
         return
     for i in range(words.shape[0]):
         _regfile(w, d)[d.index + i][lanes] = words[i][lanes]

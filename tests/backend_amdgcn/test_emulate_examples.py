@@ -142,6 +142,19 @@ def test_buffer_loads_out_of_range_read_zero():
     assert compare("y", ref["y"], got["y"]).exact
 
 
+@pytest.mark.parametrize("kernel, sizes", [
+    ("lds_direct_f32", {"n": 768}),  # direct-to-LDS buffer loads, M0 = the wave's LDS base
+    ("lds_direct_bf16", {}),
+    ("wave_uniform_ids", {}),  # wave-uniform values through v_readfirstlane and scalar branches
+])
+def test_direct_lds_loads_and_wave_uniform_values(kernel, sizes):
+    ir = getattr(K, kernel).specialize()
+    _, got, ref, emulation = run_both(ir, sizes, seed=18)
+    assert emulation.findings == []
+    for tensor in ref:
+        assert compare(tensor, ref[tensor], got[tensor]).exact, tensor
+
+
 # --------------------------------------------------------------------------- encoding
 
 

@@ -28,6 +28,10 @@ GEMM_SIZES = {"M": 64, "N": 128, "K": 64}
 
 
 def example(name: str):
+    if name == "lds_direct_f32":
+        import amdgcn_kernels
+
+        return amdgcn_kernels.lds_direct_f32.specialize()
     (k,) = load_kernels(EXAMPLES / f"{name}.py")
     return k.specialize()
 
@@ -151,3 +155,22 @@ def test_barrier_reached_with_lds_writes_in_flight():
     assert "barrier-lds-in-flight" in kinds(emulation), [str(f) for f in emulation.findings]
     finding = next(f for f in emulation.findings if f.kind == "barrier-lds-in-flight")
     assert "s_barrier" in finding.instruction and "ds_write" in finding.producer
+
+
+def test_direct_lds_load_read_before_its_vmcnt_wait():
+    # without the wait, the barrier is passed and the LDS is read while the loads are in flight
+    emulation, *_ = planted("lds_direct_f32", remove_line(r"s_waitcnt vmcnt\(0\)"), {"n": 512})
+    found = {f.kind: f for f in emulation.findings}
+    assert "barrier-lds-in-flight" in found and "buffer_load_dword" in found["barrier-lds-in-flight"].producer
+    assert found["barrier-lds-in-flight"].lane == 0
+
+
+def test_direct_lds_load_with_a_wrong_m0_is_a_race():
+    # M0 = 0 for every wave: all four waves write LDS bytes 0..255 with no barrier between
+    def zero_m0(body: str) -> str:
+        return re.sub(r"s_mov_b32 m0, s\d+", "s_mov_b32 m0, 0", body)
+
+    emulation, *_ = planted("lds_direct_f32", zero_m0, {"n": 512})
+    races = [f for f in emulation.findings if f.kind == "lds-race"]
+    assert races and all("buffer_load_dword" in f.instruction and f.wave > 0 for f in races), \
+        [str(f) for f in emulation.findings]
