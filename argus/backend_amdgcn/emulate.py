@@ -1107,6 +1107,10 @@ def _v_div_fixup(m: Machine, w: Wave, inst: Instruction) -> None:
     out = np.where(negative, -np.abs(q), np.abs(q)).astype(np.float32)
     with np.errstate(all="ignore"):
         inf_den, inf_num = np.isinf(den), np.isinf(num)
+        # the ISA's order, last assignment wins here: quotient NaN from an overflowing
+        # refinement -> signed overflow (infinity); exponent gap below -150 -> signed underflow (0)
+        out = np.where(np.isnan(q), signed(np.inf), out)
+        out = np.where(_exponent(num) - _exponent(den) < -150, signed(0.0), out)
         out = np.where((den == 0) | inf_num, signed(np.inf), out)
         out = np.where(inf_den | (num == 0), signed(0.0), out)
         out = np.where(((den == 0) & (num == 0)) | (inf_den & inf_num), np.float32(np.nan), out)
