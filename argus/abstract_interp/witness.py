@@ -72,6 +72,7 @@ def invert_address(address: Any, variables: list[Variable],
         else:
             expr = expr.xreplace({v.symbol: u})
     units = {digits_of[v.symbol]: v for v in free}
+    expr = simplify_in_range(expr, {u: _unit_bounds(v) for u, v in units.items()})
     base, atoms = _atoms(expr, set(units))
     digits = _digits(atoms, units)
     values = _invert_digits(digits, TARGET - base)
@@ -80,6 +81,81 @@ def invert_address(address: Any, variables: list[Variable],
         index = sum((value * d.weight for d, value in zip(digits, values) if d.unit == u), sympy.Integer(0))
         result[v.symbol] = v.start + v.step * index
     return result
+
+
+def _unit_bounds(variable: Variable) -> tuple[int, int | None]:
+    """The range of a variable's unit (``0 .. extent-1``; ``None``: unbounded above)."""
+    extent = symbolic.static_value(variable.extent)
+    return (0, extent - 1 if extent is not None else None)
+
+
+def _variable_bounds(variable: Variable) -> tuple[int | None, int | None]:
+    """The range of a variable's own values (``start + step * u``)."""
+    start, extent = symbolic.static_value(variable.start), symbolic.static_value(variable.extent)
+    if start is None or variable.step <= 0:
+        return (None, None)
+    return (start, start + variable.step * (extent - 1) if extent is not None else None)
+
+
+def _interval(expr: Any, bounds: Mapping[sympy.Symbol, tuple[int, int | None]]) -> tuple[int | None, int | None]:
+    """Integer bounds of ``expr`` over the units' ranges (``None``: unbounded on that side)."""
+    if isinstance(expr, sympy.Integer):
+        return (int(expr), int(expr))
+    if isinstance(expr, sympy.Symbol):
+        return bounds.get(expr, (None, None))
+    if isinstance(expr, sympy.Add):
+        lo, hi = 0, 0
+        for arg in expr.args:
+            a, b = _interval(arg, bounds)
+            lo = None if lo is None or a is None else lo + a
+            hi = None if hi is None or b is None else hi + b
+        return (lo, hi)
+    if isinstance(expr, sympy.Mul):
+        coefficient, rest = expr.as_coeff_Mul()
+        if isinstance(coefficient, sympy.Integer) and rest is not expr:
+            a, b = _interval(rest, bounds)
+            c = int(coefficient)
+            ends = (None if a is None else a * c, None if b is None else b * c)
+            return ends if c >= 0 else (ends[1], ends[0])
+        return (None, None)
+    if isinstance(expr, symbolic.FloorDiv) and isinstance(expr.args[1], sympy.Integer) and expr.args[1] > 0:
+        a, b = _interval(expr.args[0], bounds)
+        d = int(expr.args[1])
+        return (None if a is None else a // d, None if b is None else b // d)
+    if isinstance(expr, sympy.Mod) and isinstance(expr.args[1], sympy.Integer) and expr.args[1] > 0:
+        a, b = _interval(expr.args[0], bounds)
+        m = int(expr.args[1])
+        if a is not None and b is not None and a // m == b // m:
+            return (a % m, b % m)
+        return (0, m - 1)
+    return (None, None)
+
+
+def simplify_in_range(expr: Any, bounds: Mapping[sympy.Symbol, tuple[int, int | None]]) -> Any:
+    """``expr`` with every ``x % m`` and ``x // d`` whose argument stays inside one period over
+    the units' ranges folded away (``x % m`` → ``x - q*m``, ``x // d`` → ``q``), innermost
+    first.  Tiles of register fragments build such terms (``(8*v1 + lane//4) % 16`` with
+    ``v1 < 2``); folded, they are sums of single-variable digits again."""
+    def fold(e: Any) -> Any:
+        if not isinstance(e, sympy.Basic) or not e.args:
+            return e
+        args = [fold(a) for a in e.args]
+        e = e.func(*args) if any(a is not b for a, b in zip(args, e.args)) else e
+        if isinstance(e, (sympy.Mod, symbolic.FloorDiv)) and isinstance(e.args[1], sympy.Integer) and e.args[1] > 0:
+            a, b = _interval(e.args[0], bounds)
+            n = int(e.args[1])
+            if a is not None and b is not None and a // n == b // n:
+                q = a // n
+                return sympy.expand(e.args[0] - q * n) if isinstance(e, sympy.Mod) else sympy.Integer(q)
+        return e
+
+    expr = _floor_divisions(sympy.sympify(expr))
+    for _ in range(4):  # expanding can split a division again (``(32*c + x) // 32``)
+        folded = sympy.expand(fold(expr))
+        if folded == expr:
+            break
+        expr = folded
+    return expr
 
 
 def _floor_divisions(expr: Any) -> Any:
@@ -152,11 +228,15 @@ def _parse_atom(factor: Any, coefficient: Any, units: set[sympy.Symbol]) -> _Ato
     raise NotInvertible(f"address term {factor} is not a layout of one variable")
 
 
-def _digits(atoms: list[_Atom], units: Mapping[sympy.Symbol, Variable]) -> list[_Digit]:
+def _digits(atoms: list[_Atom], units: Mapping[sympy.Symbol, Variable],
+            split: list[_Atom] | None = None) -> list[_Digit]:
+    """The digits of every unit and their strides in ``atoms``; ``split``: the atoms whose
+    breakpoints cut the units into digits (default: ``atoms`` themselves)."""
     digits = []
     for u, variable in units.items():
         mine = [a for a in atoms if a.unit == u]
-        points = sorted({1, *(a.lo for a in mine), *(a.hi for a in mine if a.hi is not None)})
+        cuts = [a for a in (split if split is not None else atoms) if a.unit == u]
+        points = sorted({1, *(a.lo for a in cuts), *(a.hi for a in cuts if a.hi is not None)})
         for a, b in itertools.pairwise(points):
             if b % a:
                 raise NotInvertible(f"breakpoints {a} and {b} of {variable.symbol} do not nest")
@@ -253,7 +333,8 @@ def _span(expr: Any, variables: list[Variable]) -> int | None:
         u = sympy.Symbol(f"__u_{v.symbol.name}", integer=True, nonnegative=True)
         units[u] = v
         expr = expr.xreplace({v.symbol: v.start + v.step * u})
-    _, atoms = _atoms(sympy.expand(expr), set(units))
+    expr = simplify_in_range(sympy.expand(expr), {u: _unit_bounds(v) for u, v in units.items()})
+    _, atoms = _atoms(expr, set(units))
     total = 0
     for atom in atoms:
         coefficient = symbolic.static_value(atom.coefficient)
@@ -283,8 +364,9 @@ def invert_coordinates(coords: list[Any], variables: list[Variable],
     row and a column part) are inverted together through :func:`linearize`.
     """
     pinned = dict(pinned or {})
-    exprs = [_floor_divisions(symbolic.to_sympy(c)).xreplace(pinned) for c in coords]
     free = [v for v in variables if v.symbol not in pinned]
+    bounds = {v.symbol: _variable_bounds(v) for v in free}
+    exprs = [simplify_in_range(_floor_divisions(symbolic.to_sympy(c)).xreplace(pinned), bounds) for c in coords]
     uses = [{v.symbol for v in free if v.symbol in e.free_symbols} for e in exprs]
     groups: list[set[int]] = []
     for d in range(len(exprs)):
@@ -302,12 +384,59 @@ def invert_coordinates(coords: list[Any], variables: list[Variable],
         if len(dims) == 1:
             values = invert_address(exprs[dims[0]], mine)
             target = COORD_TARGETS[dims[0]]
+        elif (separate := _invert_by_dimension([exprs[d] for d in dims], dims, mine)) is not None:
+            result.update(separate)
+            continue
         else:
-            virtual, strides = linearize([exprs[d] for d in dims], mine)
+            # each dimension's own offset (terms of no instance variable: block offsets) is
+            # taken off before the dimensions are packed, so the packed address stays small
+            symbols = {v.symbol for v in mine}
+            bases = [sympy.Add(*(t for t in sympy.Add.make_args(sympy.expand(exprs[d]))
+                                 if not t.free_symbols & symbols)) for d in dims]
+            rests = [sympy.expand(exprs[d] - b) for d, b in zip(dims, bases)]
+            virtual, strides = linearize(rests, mine)
             values = invert_address(virtual, mine)
-            target = sum((COORD_TARGETS[d] * s for d, s in zip(dims, strides)), sympy.Integer(0))
+            target = sum(((COORD_TARGETS[d] - b) * s for d, b, s in zip(dims, bases, strides)), sympy.Integer(0))
         for sym, value in values.items():
             result[sym] = sympy.sympify(value).xreplace({TARGET: target})
     for v in free:
         result.setdefault(v.symbol, v.start)  # a variable no coordinate depends on
     return result
+
+
+def _invert_by_dimension(exprs: list[Any], dims: list[int], variables: list[Variable]) -> dict[sympy.Symbol, Any] | None:
+    """Invert coordinates that share variables but not *digits*: each digit of each variable
+    (a thread index split into a row part and a column part) feeds one dimension only, so
+    each dimension is inverted on its own digits and the digits are reassembled.  ``None``
+    when some digit feeds two dimensions (then the dimensions are packed together)."""
+    units: dict[sympy.Symbol, Variable] = {}
+    subst = {}
+    for v in variables:
+        u = sympy.Symbol(f"__u_{v.symbol.name}", integer=True, nonnegative=True)
+        units[u] = v
+        subst[v.symbol] = v.start + v.step * u if (v.start != 0 or v.step != 1) else u
+    bounds = {u: _unit_bounds(v) for u, v in units.items()}
+    parsed = []
+    try:
+        for e in exprs:
+            e = simplify_in_range(sympy.expand(e.xreplace(subst)), bounds)
+            parsed.append(_atoms(e, set(units)))
+        every = [a for _, atoms in parsed for a in atoms]
+        per_dim = [[d for d in _digits(atoms, units, every) if symbolic.static_value(d.stride) != 0]
+                   for _, atoms in parsed]
+    except NotInvertible:
+        return None
+    owners: dict[tuple[sympy.Symbol, int], int] = {}
+    for i, digits in enumerate(per_dim):
+        for d in digits:
+            if owners.setdefault((d.unit, d.weight), i) != i:
+                return None
+    values: dict[sympy.Symbol, Any] = {}
+    for i, ((base, _), digits) in enumerate(zip(parsed, per_dim)):
+        try:
+            got = _invert_digits(digits, COORD_TARGETS[dims[i]] - base)
+        except NotInvertible:
+            return None
+        for d, value in zip(digits, got):
+            values[d.unit] = values.get(d.unit, sympy.Integer(0)) + value * d.weight
+    return {v.symbol: v.start + v.step * values.get(u, sympy.Integer(0)) for u, v in units.items()}
