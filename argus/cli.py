@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "smt-diff": ("argus.smt.cli_diff", "differential testing of cvc5 and Z3 on SMT queries"),
     "verify": ("argus.proofs.cli_verify", "prove the kernels of a file or print counterexamples"),
     "compile": ("argus.backend_ptx.cli", "prove a kernel specialization and write its PTX, cubin or gfx942 code object"),
+    "run": ("argus.run_cli", "run a kernel on random inputs (GPU or gfx942 emulator) against the reference interpreter"),
 }
 
 

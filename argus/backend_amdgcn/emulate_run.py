@@ -36,7 +36,7 @@ def size_values(kernel: N.Kernel, sizes: dict[str, Any]) -> dict[Any, int]:
         if p.kind == "index":
             if p.name not in sizes:
                 raise ArgusError(f"{kernel.name}: index parameter {p.name} needs a value",
-                                 hint=f"give it, e.g. {p.name}=128")
+                                 hint=f"give it a value (argus run: --sizes {p.name}=128)")
             env[p.symbol] = int(sizes[p.name])
     for p in kernel.params:
         if p.kind == "tensor":
@@ -44,7 +44,7 @@ def size_values(kernel: N.Kernel, sizes: dict[str, Any]) -> dict[Any, int]:
                 if s not in env:
                     if s.name not in sizes:
                         raise ArgusError(f"{kernel.name}: size {s.name} of tensor {p.name} needs a value",
-                                         hint=f"give it, e.g. {s.name}=64")
+                                         hint=f"give it a value (argus run: --sizes {s.name}=64)")
                     env[s] = int(sizes[s.name])
     return env
 
@@ -127,7 +127,7 @@ def emulate_kernel(kernel: N.Kernel, inputs: dict[str, np.ndarray], sizes: dict[
             p = params.get(name)
             args.append(float(sizes[name]) if p is not None and p.kind == "scalar" else int(sizes[name]))
         else:
-            raise ArgusError(f"{kernel.name}: kernel argument {name} needs a value", hint=f"give it, e.g. {name}=1")
+            raise ArgusError(f"{kernel.name}: kernel argument {name} needs a value", hint=f"give it a value (argus run: --sizes {name}=1)")
     grid = tuple(int(symbolic.evaluate(g, env)) for g in kernel.launch.grid)
     if any(g <= 0 for g in grid):
         raise ArgusError(f"{kernel.name}: the launch grid {grid} is empty at these sizes")
