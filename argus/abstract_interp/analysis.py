@@ -47,6 +47,7 @@ from typing import Any
 import sympy
 
 from argus import symbolic
+from argus.abstract_interp import collectives
 from argus.abstract_interp import memory as M
 from argus.abstract_interp import tags as TG
 from argus.abstract_interp.encoding import (
@@ -98,6 +99,9 @@ class Witness:
     latest: tuple[Any, ...] = ()
     monotone: tuple[Any, ...] = ()  # latest loops whose guard must be shown monotone
     logical: bool = False  # the witness reads logical coordinates (COORD_TARGETS), not an address
+    #: the part of the address no instance variable changes (a block's tile offset): ``values``
+    #: read ``address - base``, so divisions see a small range, never an unbounded block offset
+    base: Any = 0
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,12 @@ def disjoint(a: tuple[int | None, int | None], b: tuple[int | None, int | None])
     """Two intervals (``None``: unbounded side) share no integer."""
     return (a[1] is not None and b[0] is not None and a[1] < b[0]) or (
         b[1] is not None and a[0] is not None and b[1] < a[0])
+
+
+def _split_base(address: Any, variables: set[sympy.Symbol]) -> tuple[Any, Any]:
+    """``(base, rest)`` with ``address == base + rest``: ``base`` the terms of none of ``variables``."""
+    base = sympy.Add(*(t for t in sympy.Add.make_args(address) if not t.free_symbols & variables))
+    return base, sympy.expand(address - base)
 
 
 class Analysis:
@@ -452,6 +462,9 @@ class Analysis:
 
     def _build_witness(self, writer: Writer) -> Witness | str:
         site = writer.site
+        problem = collectives.witness_problem(site.op)
+        if problem is not None:
+            return problem
         variables = self.instance_variables(writer)
         names = {v.symbol for v in variables}
         pinned = {}
@@ -469,7 +482,9 @@ class Analysis:
             if self.is_logical(writer.view.buffer):
                 coords = [site.expr(c) for c in self.logical_view(writer.view)]
                 return Witness(invert_coordinates(coords, free, pinned), latest, monotone, True)
-            return Witness(invert_address(address, free, pinned), latest, monotone)
+            base, relative = _split_base(sympy.expand(sympy.sympify(address).xreplace(pinned)),
+                                         {v.symbol for v in free})
+            return Witness(invert_address(relative, free, pinned), latest, monotone, base=base)
         except NotInvertible as err:
             return f"cannot invert the write at {site.describe()}: {err}"
 
@@ -541,6 +556,8 @@ class Analysis:
         view = writer.view
         if view.swizzle is not None and view.buffer.name not in self.swizzle_keyed:
             address = self.swizzle(view, address)  # views disagree on the swizzle: undo this one's
+        if witness.base != 0:
+            address = T.sub(address, self.encoder.term(writer.site.expr(witness.base), params))
         binding = {**params, TARGET: address}
         if witness.logical:
             if logical is None:
@@ -719,6 +736,8 @@ class Analysis:
     def written_tag(self, writer: Writer, inst: Instance) -> Resolution:
         """The tag ``writer`` stores at its instance ``inst``."""
         write = writer.write
+        if isinstance(writer.site.op, collectives.COLLECTIVE_OPS):
+            return collectives.written_tag(self, writer, inst)
         if write.record is not None:
             at = self.with_logical(inst, writer.view)
             return Resolution(TG.TagValue.record([self.value(at, e) for _, e in write.record]), T.TRUE)

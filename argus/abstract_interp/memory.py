@@ -18,7 +18,8 @@ ResetTags       view (no data access)                       view: ⊥
 
 A read's element is active when the thread's path holds, the element is valid in its view
 (partial tiles) and the copy predicate holds; a write's element when the same holds for the
-destination (and, for a copy, for the source).  Copies through an asynchronous or
+destination (and, for a copy, for the source).  ``Reduce``, ``Shuffle`` and ``Atomic`` have
+their rows in :mod:`~argus.abstract_interp.collectives`.  Copies through an asynchronous or
 collective atom and every other op kind are *unsupported* here: the verifier answers
 ``unknown`` for them, never a silent pass.
 """
@@ -102,6 +103,10 @@ def _accesses(op: N.Op) -> list[Access]:
             return [Access(view, "view", "tag")] + ([Access(other, "equal_to", "tag")] if other is not None else [])
         case N.Alloc() | N.Barrier():
             return []
+        case N.Reduce() | N.Shuffle() | N.Atomic():
+            from argus.abstract_interp import collectives
+
+            return collectives.accesses(op)
     raise Unsupported(f"operation {op.kind}")
 
 
@@ -121,6 +126,10 @@ def writes(op: N.Op) -> list[Write]:
             return [Write(view, False, _valid(view), (), tuple(fields))]
         case N.ResetTags(view=view):
             return [Write(view, False, _valid(view))]
+        case N.Reduce() | N.Shuffle() | N.Atomic():
+            from argus.abstract_interp import collectives
+
+            return collectives.writes(op)
     return []
 
 

@@ -21,6 +21,8 @@ property                VC (for a fresh thread ``tid`` of block ``bid``, element
 ``coordinates``         per access of a tensor matched by coordinate: inside every dimension,
                         at the address its layout gives
 ``unsupported``         an op or loop the verifier does not model: always ``unknown``
+``collective``          per shuffle / cross-lane reduction: its whole group executes it
+                        (:mod:`~argus.abstract_interp.collectives`)
 ======================  ===================================================================
 """
 
@@ -30,6 +32,7 @@ from typing import Any
 
 import sympy
 
+from argus.abstract_interp import collectives
 from argus.abstract_interp import memory as M
 from argus.abstract_interp import tags as TG
 from argus.abstract_interp.analysis import (
@@ -46,6 +49,10 @@ from argus.abstract_interp.vc import VC
 from argus.ir import nodes as N
 from argus.ir.uniformity import Uniformity
 from argus.smt import terms as T
+
+
+#: properties stated in modules of their own (``site`` makers like the ones below)
+EXTRA_PROPERTIES = (collectives.collective,)
 
 
 def _roles(analysis: Analysis, inst: Instance, view: N.View | None = None, prefix: str = "") -> dict[str, Any]:
@@ -75,6 +82,7 @@ class _Builder:
         ident = f"{prop}#{self.counter}" + (f"@{where.line}" if where else "")
         self.counter += 1
         named = [*self.assumptions, *((f"h{i}", h) for i, h in enumerate(hyps))]
+        named += collectives.definitions(self.analysis, [goal, *hyps])
         vc = VC(ident, prop, site, tuple(named), goal, message, roles or {}, deps[0], deps[1], **extra)
         self.vcs.append(vc)
         return vc
@@ -92,7 +100,7 @@ def generate(analysis: Analysis) -> list[VC]:
         if site.index in analysis.unsupported:
             b.unknown("unsupported", site, analysis.unsupported[site.index])
             continue
-        for make in (_barrier, _tag, _bounds, _uninitialized, _races, _write_conflicts):
+        for make in (_barrier, _tag, _bounds, _uninitialized, _races, _write_conflicts, *EXTRA_PROPERTIES):
             try:
                 make(b, site)
             except (EncodingError, T.TermError) as err:
@@ -261,6 +269,8 @@ def _races(b: _Builder, site: Site) -> None:
             for other in _data_accesses(a, other_site):
                 if other.buffer is not acc.buffer or (acc.kind == "read" and other.kind == "read"):
                     continue
+                if collectives.commutative_pair(site, acc, other_site, other):
+                    continue
                 if (other_site is site and other_site.index == site.index and
                         a.accesses[site.index].index(other) > a.accesses[site.index].index(acc)):
                     continue  # the pair is stated once, at the later access
@@ -291,7 +301,8 @@ def _races(b: _Builder, site: Site) -> None:
         if acc.kind != "read" or acc.buffer.space is not N.MemorySpace.GLOBAL or _single_block(a):
             continue
         writers = [(s, x) for s in a.program.sites for x in _data_accesses(a, s)
-                   if x.kind == "write" and x.buffer is acc.buffer]
+                   if x.kind == "write" and x.buffer is acc.buffer
+                   and not collectives.commutative_pair(site, acc, s, x)]
         if not writers:
             continue
         first, hyps = a.fresh(site, view=acc.view)
@@ -333,6 +344,8 @@ def _write_conflicts(b: _Builder, site: Site) -> None:
         for other_site in a.program.sites[: site.index + 1]:
             for other in _data_accesses(a, other_site):
                 if other.kind != "write" or other.buffer is not acc.buffer:
+                    continue
+                if collectives.commutative_pair(site, acc, other_site, other):
                     continue
                 second, more = a.fresh(other_site, f"'{other_site.index}", view=other.view)
                 if disjoint(_interval(a.key(first, acc.view)), _interval(a.key(second, other.view))):

@@ -35,6 +35,9 @@ PROPERTIES = (
     "witness",         # a write's witness function inverts its address map (a lemma)
     "coordinates",     # accesses of a tensor stay inside each of its dimensions (a lemma)
     "unsupported",     # an op or loop shape the verifier does not handle (always unknown)
+    "collective",      # every lane of a shuffle's / reduction's group executes it together
+    "alignment",       # a vector access of w bytes is w-aligned
+    "bank-conflicts",  # a shared-memory access stays within the degree the kernel asserts
 )
 
 

@@ -47,6 +47,7 @@ INTERPRETER_KINDS: dict[str, frozenset[str]] = {
     "write-conflict": frozenset({"write-conflict"}),
     "barrier": frozenset({"barrier", "deadlock"}),
     "tag": frozenset({"tag"}),
+    "collective": frozenset({"collective", "deadlock"}),
 }
 
 #: replay refuses launches whose tensors hold more elements than this
