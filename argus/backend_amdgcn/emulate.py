@@ -399,6 +399,8 @@ class Machine:
             handler = inst.handler
             if handler is None:
                 raise self.fault(wave, inst, f"{inst.op} is not an instruction the emulator knows")
+            if inst.unsupported:
+                raise self.fault(wave, inst, inst.unsupported)
             next_pc = handler(self, wave, inst)
             self.executed += 1
             if wave.state == "run":
@@ -522,11 +524,54 @@ def _ndefs(inst: Instruction) -> int:
     return 1
 
 
+_CACHE_BITS = {"sc0", "sc1", "nt", "glc", "slc"}
+_DPP_CONTROLS = {"quad_perm", "row_shl", "row_shr", "row_ror", "row_mirror", "row_half_mirror", "row_bcast",
+                 "wave_shl", "wave_shr", "wave_rol", "wave_ror", "row_mask", "bank_mask", "bound_ctrl"}
+
+
+def _allowed_modifiers(inst: Instruction) -> set[str]:
+    """The modifiers whose meaning the emulator implements for this instruction; any other one
+    is refused at execution (never silently ignored)."""
+    op = inst.op
+    if op.startswith(("global_", "buffer_")):
+        return {"offset", "offen", "lds"} | _CACHE_BITS
+    if op.startswith("ds_"):
+        return {"offset"}
+    if op.startswith("v_mfma_"):
+        return {"cbsz", "abid", "blgp"}
+    if op == "s_waitcnt":
+        return {"vmcnt", "expcnt", "lgkmcnt", "simm16"}
+    if op in _VALU_F32:
+        return {"clamp", "mul", "div"} | (_DPP_CONTROLS if inst.dpp else set())
+    if op in ("v_cvt_pk_fp8_f32", "v_cvt_pk_bf8_f32"):
+        return {"clamp", "op_sel"}
+    if op in ("v_cvt_f32_fp8", "v_cvt_f32_bf8"):
+        return {"op_sel", "src0_sel"}
+    if op in _VALU_INT or op in _VALU_SIGNED:
+        return _DPP_CONTROLS if inst.dpp else set()
+    return set()
+
+
+def _unsupported(inst: Instruction) -> str | None:
+    if inst.dpp and not (inst.op in _VALU_F32 or inst.op in _VALU_INT or inst.op in _VALU_SIGNED):
+        return f"the DPP form of {inst.op} is not modelled"
+    if inst.sdwa and inst.op not in ("v_cvt_f32_fp8", "v_cvt_f32_bf8"):
+        return f"the SDWA form of {inst.op} is not modelled"
+    extra = sorted(set(inst.modifiers) - _allowed_modifiers(inst))
+    if extra:
+        return f"modifier {extra[0]} of {inst.op} is not modelled"
+    if any(o.abs or o.neg for o in inst.operands) and not (
+            inst.op in _VALU_F32 or inst.op.startswith(("v_cmp_", "v_div_", "v_cndmask", "v_cvt_"))):
+        return f"source modifiers (neg/abs) of {inst.op} are not modelled"
+    return None
+
+
 def _prepare(inst: Instruction) -> None:
     handler = HANDLERS.get(inst.op)
     if handler is None and mfma_shape(inst.op) is not None:
         handler = _mfma
     inst.handler = handler  # type: ignore[attr-defined]
+    inst.unsupported = _unsupported(inst) if handler is not None else None  # type: ignore[attr-defined]
     n = _ndefs(inst)
     writes: set = set()
     reads: set = set()

@@ -77,6 +77,17 @@ def test_bad_operand_is_a_decode_error():
         parse_instruction("v_mov_b32 v1, q17")
 
 
+@pytest.mark.parametrize("line, why", [
+    ("v_add_u32 v2, v0, v0 clamp", "modifier clamp of v_add_u32"),
+    ("v_cndmask_b32_dpp v2, v0, v0 quad_perm:[0,0,0,0] row_mask:0xf bank_mask:0xf", "DPP form of v_cndmask_b32"),
+    ("v_add_u32_sdwa v2, v0, v0 src0_sel:BYTE_1", "SDWA form of v_add_u32"),
+    ("v_mfma_f32_32x32x8_bf16 a[0:15], v[0:1], v[0:1], 0 cbsz:1", "cbsz broadcast"),
+])
+def test_unmodelled_forms_are_refused_not_ignored(line, why):
+    with pytest.raises(EmulationError, match=why):
+        run(f"  {line}\n  s_endpgm\n")
+
+
 def test_running_off_the_end_is_an_error():
     with pytest.raises(EmulationError, match="without s_endpgm"):
         run("  v_mov_b32 v1, 0\n")
