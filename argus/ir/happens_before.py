@@ -18,6 +18,14 @@ cp.async wait_group             the issuing thread writes its completed copies' 
 After each release (barrier, arrive) a thread's own component advances, so a later write by it
 is not ordered before threads that synchronised with it earlier.
 
+The blocks of a cluster run together and share one set of clocks: the clock column of thread
+``t`` of the block with cluster rank ``r`` is ``r * threads + t`` (callers pass block-local thread
+ids with the run's ``base``).  Cluster-wide edges come from the cluster barrier (all threads of
+the cluster join), remote mbarrier arrives (the arriving peer thread joins the phase's release
+clock) and multicast copies (written by the copy engine of each destination block's mbarrier).
+Distributed-shared-memory accesses are checked against the shadow state of the peer's buffer, so
+a race between blocks is found exactly like one inside a block.
+
 Shadow state per buffer element: the last writer and its time, the time of the last read by each
 thread (reads are cleared by an ordered write), the pending asynchronous operation that will write
 (or is reading) the element, and for shared memory whether the last generic-proxy write has been
@@ -43,7 +51,7 @@ class AsyncRecord:
 
     kind: str  # "cp.async", "tma.load", "tma.store"
     op: N.Op
-    thread: int
+    thread: int  # the issuing thread (block-local id)
     what: str = ""
     barrier: Any = None  # the mbarrier state a TMA load completes with
     phase: int | None = None  # the phase of ``barrier`` it joined
@@ -52,6 +60,8 @@ class AsyncRecord:
     payload: Any = None  # what the handler needs to complete it
     extra: dict = field(default_factory=dict)
     id: int = 0  # index in HappensBefore.records
+    column: int = -1  # the issuing thread's clock column (cluster-wide id)
+    target: Any = None  # the block run whose memory the operation writes (multicast: one record per block)
 
 
 @dataclass
@@ -67,6 +77,7 @@ class Shadow:
     read_clock: np.ndarray | None = None  # int64 [size, readers]: time of each reader's last read
     readers: np.ndarray | None = None  # int64 [readers]: the thread of each read_clock column
     column: np.ndarray | None = None  # int64 [threads]: each thread's read_clock column, -1 = none yet
+    memory: Any = None  # the interpreter memory this shadows
 
     def reader_columns(self, threads: np.ndarray, block_threads: int) -> np.ndarray:
         """Columns of ``threads`` in ``read_clock`` (a column is added for a thread's first read:
@@ -89,23 +100,65 @@ class Shadow:
 
 
 class HappensBefore:
-    """Vector clocks of one block's threads (and async agents) and the shadow state of its memories."""
+    """Vector clocks of the threads of a block, or of every block of a cluster (and of async
+    agents), and the shadow state of their memories.
 
-    def __init__(self, threads: int, block: tuple[int, ...]) -> None:
+    ``threads`` is the number of threads of one block; ``blocks`` the cluster's blocks by rank
+    (one block when the launch has no clusters).  Thread ids passed in are clock columns
+    (``base + t``); violations are reported with the block and block-local thread.
+    """
+
+    def __init__(self, threads: int, block: tuple[int, ...], blocks: tuple[tuple[int, ...], ...] | None = None) -> None:
+        self.block_threads = threads
+        self.blocks = tuple(blocks) if blocks else (block,)
+        threads = threads * len(self.blocks)
         self.threads = threads
         self.block = block
         self.clock = np.zeros((threads, threads), np.int64)
         np.fill_diagonal(self.clock, 1)
         self.agent_names: list[str] = []
         self.agent_time: list[int] = []
-        self.shadows: dict[str, Shadow] = {}
+        self.shadows: dict[int, Shadow] = {}
         self.records: list[AsyncRecord | None] = [None]  # id 0 means "none"
 
-    def violation(self, kind: str, message: str, *, op: N.Op, **where: Any) -> Exception:
-        """The interpreter error for a failed check (block, thread(s), element, program point)."""
+    def violation(self, kind: str, message: str, *, op: N.Op, thread: int | None = None,
+                  other_thread: int | None = None, **where: Any) -> Exception:
+        """The interpreter error for a failed check (block, thread(s), element, program point);
+        ``thread`` and ``other_thread`` are clock columns."""
         from argus.ir.interpreter import InterpreterError, Violation
 
-        return InterpreterError(Violation(kind, message, block=self.block, position=op.loc, op=op.kind, **where))
+        block, other_block = self.block, None
+        if thread is not None:
+            block, thread = self.locate(thread)
+        if other_thread is not None:
+            where_other, other_thread = self.locate(other_thread)
+            other_block = where_other if where_other != block else None
+        return InterpreterError(Violation(kind, message, block=block, thread=thread, other_thread=other_thread,
+                                          other_block=other_block, position=op.loc, op=op.kind, **where))
+
+    # ---------------------------------------------------------------- cluster-wide thread ids
+
+    @property
+    def clustered(self) -> bool:
+        return len(self.blocks) > 1
+
+    def locate(self, column: int) -> tuple[tuple[int, ...], int]:
+        """(block, block-local thread) of a thread's clock column."""
+        column = int(column)
+        if column >= self.threads:
+            return self.block, column
+        return self.blocks[column // self.block_threads], column % self.block_threads
+
+    def who(self, column: int) -> str:
+        """``thread t`` (``thread t of block b`` in a cluster) for a clock column."""
+        if int(column) >= self.threads:
+            return f"the {self.agent_names[int(column) - self.threads]}"
+        block, thread = self.locate(column)
+        return f"thread {thread} of block {block}" if self.clustered else f"thread {thread}"
+
+    def now(self, column: int) -> int:
+        """A thread's own current time."""
+        return int(self.clock[column, column])
 
     # ---------------------------------------------------------------- clocks
 
@@ -152,14 +205,20 @@ class HappensBefore:
     # ---------------------------------------------------------------- shadow state
 
     def shadow(self, mem: Any) -> Shadow:
-        name = mem.buffer.name
-        sh = self.shadows.get(name)
+        key = id(mem)  # one shadow per memory: each block of a cluster has its own shared buffers
+        sh = self.shadows.get(key)
         if sh is None:
-            sh = self.shadows[name] = Shadow.create(mem.values.shape[-1], mem.buffer.space is N.MemorySpace.SHARED)
+            sh = self.shadows[key] = Shadow.create(mem.values.shape[-1], mem.buffer.space is N.MemorySpace.SHARED)
+            sh.memory = mem  # keeps the memory (and so its id) alive as long as its shadow
         return sh
 
-    def record(self, rec: AsyncRecord) -> int:
+    def record(self, rec: AsyncRecord, run: Any = None) -> int:
+        """Register ``rec`` (issued by thread ``rec.thread`` of ``run``); returns its id."""
         rec.id = len(self.records)
+        if rec.column < 0:
+            rec.column = rec.thread + (run.base if run is not None else 0)
+        if rec.target is None:
+            rec.target = run
         self.records.append(rec)
         return rec.id
 
@@ -172,7 +231,7 @@ class HappensBefore:
                lanes: np.ndarray, write: bool) -> None:
         """Check and record an ordinary (synchronous) access by ``lanes`` to ``addr[ok]``."""
         sh = self.shadow(mem)
-        threads, a, where = self._flat(addr, ok, lanes)
+        threads, a, where = self._flat(addr, ok, lanes, run)
         if not len(a):
             return
         self._check_pending(run, op, view, mem, sh, a, threads, where, write)
@@ -183,12 +242,20 @@ class HappensBefore:
         else:
             self._record_read(sh, a, threads)
 
+    def check_in_flight(self, run: Any, op: N.Op, view: N.View, mem: Any, addr: np.ndarray, ok: np.ndarray,
+                        lanes: np.ndarray) -> None:
+        """A look at ``addr[ok]`` that is not an access (a tag assertion): only data still in flight
+        is an error (its value and tags are not there yet)."""
+        threads, a, where = self._flat(addr, ok, lanes, run)
+        if len(a):
+            self._check_pending(run, op, view, mem, self.shadow(mem), a, threads, where, False)
+
     def async_write_issue(self, run: Any, op: N.Op, view: N.View, mem: Any, addr: np.ndarray, ok: np.ndarray,
                           lanes: np.ndarray, record: int) -> None:
         """An asynchronous write is issued: it must be ordered like a write by its issuers now, and
         the elements are in flight (any access before completion is a violation)."""
         sh = self.shadow(mem)
-        threads, a, where = self._flat(addr, ok, lanes)
+        threads, a, where = self._flat(addr, ok, lanes, run)
         if not len(a):
             return
         self._check_pending(run, op, view, mem, sh, a, threads, where, True)
@@ -202,7 +269,7 @@ class HappensBefore:
         the elements may not be written until the read completes."""
         self.access(run, op, view, mem, addr, ok, lanes, write=False)
         sh = self.shadow(mem)
-        _, a, _ = self._flat(addr, ok, lanes)
+        _, a, _ = self._flat(addr, ok, lanes, run)
         sh.pending_read[a] = record
 
     def land(self, mem: Any, a: np.ndarray, writer: int, time: int, record: int) -> None:
@@ -237,12 +304,12 @@ class HappensBefore:
         sh = self.shadow(mem)
         if sh.unfenced is None:
             return
-        threads, a, where = self._flat(addr, ok, lanes)
+        threads, a, where = self._flat(addr, ok, lanes, run)
         bad = sh.unfenced[a]
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise self.violation(
-                "proxy", f"{reader} reads %{mem.buffer.name}[{int(a[i])}] written by thread {int(sh.writer[a[i]])} "
+                "proxy", f"{reader} reads %{mem.buffer.name}[{int(a[i])}] written by {self.who(int(sh.writer[a[i]]))} "
                 "through ordinary stores with no fence.proxy.async between the write and this read",
                 thread=int(threads[i]), other_thread=int(sh.writer[a[i]]), element=self._element(run, view, where, i),
                 op=op)
@@ -250,8 +317,9 @@ class HappensBefore:
     # ---------------------------------------------------------------- internals
 
     @staticmethod
-    def _flat(addr: np.ndarray, ok: np.ndarray, lanes: np.ndarray):
-        threads = np.broadcast_to(np.asarray(lanes, np.int64)[:, None], addr.shape)[ok]
+    def _flat(addr: np.ndarray, ok: np.ndarray, lanes: np.ndarray, run: Any = None):
+        base = getattr(run, "base", 0)
+        threads = np.broadcast_to(np.asarray(lanes, np.int64)[:, None] + base, addr.shape)[ok]
         where = np.argwhere(ok)
         return threads, addr[ok].astype(np.int64), where
 
@@ -263,10 +331,10 @@ class HappensBefore:
     def describe_writer(self, sh: Shadow, element: int) -> str:
         w = int(sh.writer[element])
         if w < self.threads:
-            return f"thread {w}"
+            return self.who(w)
         rec = self.records[int(sh.write_record[element])]
-        origin = f", issued by thread {rec.thread} at {rec.op.loc}" if rec is not None else ""
-        return f"the {self.agent_names[w - self.threads]}{origin}"
+        origin = f", issued by {self.who(rec.column)} at {rec.op.loc}" if rec is not None else ""
+        return f"{self.who(w)}{origin}"
 
     def _check_pending(self, run: Any, op: N.Op, view: N.View, mem: Any, sh: Shadow, a: np.ndarray,
                        threads: np.ndarray, where: np.ndarray, write: bool) -> None:
@@ -277,17 +345,17 @@ class HappensBefore:
             kind, reason = classify_in_flight(self, rec, int(threads[i]))
             raise self.violation(
                 kind, f"{'write' if write else 'read'} of %{mem.buffer.name}[{int(a[i])}] while the {rec.kind} issued by "
-                f"thread {rec.thread} at {rec.op.loc} is in flight (it completes with {rec.what}){reason}",
-                thread=int(threads[i]), other_thread=rec.thread, element=self._element(run, view, where, i), op=op)
+                f"{self.who(rec.column)} at {rec.op.loc} is in flight (it completes with {rec.what}){reason}",
+                thread=int(threads[i]), other_thread=rec.column, element=self._element(run, view, where, i), op=op)
         if write:
             reading = sh.pending_read[a]
             if reading.any():
                 i = int(np.flatnonzero(reading)[0])
                 rec = self.records[int(reading[i])]
                 raise self.violation(
-                    "async", f"write of %{mem.buffer.name}[{int(a[i])}] while the {rec.kind} issued by thread "
-                    f"{rec.thread} at {rec.op.loc} may still be reading it (it completes with {rec.what})",
-                    thread=int(threads[i]), other_thread=rec.thread, element=self._element(run, view, where, i), op=op)
+                    "async", f"write of %{mem.buffer.name}[{int(a[i])}] while the {rec.kind} issued by "
+                    f"{self.who(rec.column)} at {rec.op.loc} may still be reading it (it completes with {rec.what})",
+                    thread=int(threads[i]), other_thread=rec.column, element=self._element(run, view, where, i), op=op)
 
     def _check_ordered(self, run: Any, op: N.Op, view: N.View, mem: Any, sh: Shadow, a: np.ndarray,
                        threads: np.ndarray, where: np.ndarray, write: bool) -> None:
@@ -303,11 +371,11 @@ class HappensBefore:
             kind, reason = "race", " (no barrier, mbarrier wait or group wait between them)"
             rec = self.records[int(sh.write_record[a[i]])] if writer >= self.threads else None
             if rec is not None:
-                kind, reason = classify_unobserved(rec, int(threads[i]))
+                kind, reason = classify_unobserved(rec, int(threads[i]), self)
             raise self.violation(
                 kind, f"{'write' if write else 'read'} of %{mem.buffer.name}[{int(a[i])}] is not ordered after its "
                 f"write by {self.describe_writer(sh, int(a[i]))}{reason}",
-                thread=int(threads[i]), other_thread=writer if writer < self.threads else rec.thread if rec else None,
+                thread=int(threads[i]), other_thread=writer if writer < self.threads else rec.column if rec else None,
                 element=self._element(run, view, where, i), op=op)
 
     def _check_after_reads(self, run: Any, op: N.Op, view: N.View, mem: Any, sh: Shadow, a: np.ndarray,
@@ -319,8 +387,8 @@ class HappensBefore:
                 i, column = (int(x) for x in np.argwhere(unordered)[0])
                 reader = int(sh.readers[column])
                 raise self.violation(
-                    "race", f"write of %{mem.buffer.name}[{int(a[i])}] is not ordered after its read by thread "
-                    f"{reader} (write-after-read: no barrier or mbarrier release/wait between them)",
+                    "race", f"write of %{mem.buffer.name}[{int(a[i])}] is not ordered after its read by "
+                    f"{self.who(reader)} (write-after-read: no barrier or mbarrier release/wait between them)",
                     thread=int(threads[i]), other_thread=reader, element=self._element(run, view, where, i), op=op)
 
     def _check_duplicates(self, run: Any, op: N.Op, mem: Any, a: np.ndarray, threads: np.ndarray) -> None:
@@ -330,8 +398,8 @@ class HappensBefore:
                 ts = np.unique(threads[a == dup])
                 if len(ts) > 1:
                     raise self.violation(
-                        "race", f"threads {int(ts[0])} and {int(ts[1])} write %{mem.buffer.name}[{int(dup)}] in the "
-                        "same operation", thread=int(ts[0]), other_thread=int(ts[1]), op=op)
+                        "race", f"{self.who(int(ts[0]))} and {self.who(int(ts[1]))} write %{mem.buffer.name}[{int(dup)}] "
+                        "in the same operation", thread=int(ts[0]), other_thread=int(ts[1]), op=op)
 
     def _record_write(self, sh: Shadow, a: np.ndarray, threads: np.ndarray, times: np.ndarray) -> None:
         sh.writer[a] = threads
@@ -358,6 +426,13 @@ def classify_in_flight(hb: HappensBefore, rec: AsyncRecord, thread: int) -> tupl
     """
     bar = rec.barrier
     if rec.kind == "tma.load" and bar is not None:
+        if rec.extra.get("multicast_from") is not None and rec.phase is not None and (
+                rec.declared_phase is None or rec.declared_phase < rec.phase):
+            armed = (f"its last expect-tx covered phase {rec.declared_phase}" if rec.declared_phase is not None
+                     else "it never declared transaction bytes")
+            return "expect-tx", (f"; a multicast from {rec.extra['multicast_from']} into this block joined phase "
+                                 f"{rec.phase} of {bar.name}, but the destination barrier was not armed for its bytes "
+                                 f"({armed}): each receiving block's expect-tx must count the multicast bytes")
         if rec.declared_phase is not None and rec.phase is not None and rec.declared_phase < rec.phase:
             declared = bar.declared_history.get(rec.declared_phase)
             return "expect-tx", (f"; its issuer declared {declared} transaction bytes for phase {rec.declared_phase}, "
@@ -365,19 +440,20 @@ def classify_in_flight(hb: HappensBefore, rec: AsyncRecord, thread: int) -> tupl
                                  "the expect-tx byte count is smaller than the bytes of the phase's copies")
         observed = bar.observed_phase(thread)
         if observed is not None and rec.phase is not None and observed < rec.phase:
-            return "parity", (f"; thread {thread}'s last wait on {bar.name} returned for phase {observed}, "
+            return "parity", (f"; {hb.who(thread)}'s last wait on {bar.name} returned for phase {observed}, "
                               f"not phase {rec.phase} that delivers this data (wrong mbarrier parity or phase)")
     if rec.kind == "cp.async" and not rec.extra.get("committed", True):
         return "async", "; the copy was never committed, and wait_group completes committed groups only"
     return "async", ""
 
 
-def classify_unobserved(rec: AsyncRecord, thread: int) -> tuple[str, str]:
-    """Why a thread accessed TMA data without having observed the phase that delivered it."""
+def classify_unobserved(rec: AsyncRecord, thread: int, hb: HappensBefore | None = None) -> tuple[str, str]:
+    """Why a thread (a clock column) accessed TMA data without having observed the phase that delivered it."""
+    who = hb.who(thread) if hb is not None else f"thread {thread}"
     bar = rec.barrier
     observed = bar.observed_phase(thread) if bar is not None else None
     if observed is not None and rec.phase is not None and observed < rec.phase:
-        return "parity", (f": thread {thread}'s last wait on {bar.name} returned for phase {observed}, not phase "
+        return "parity", (f": {who}'s last wait on {bar.name} returned for phase {observed}, not phase "
                           f"{rec.phase} that delivered this data (wrong mbarrier parity or phase)")
     name = bar.name if bar is not None else "its mbarrier"
-    return "race", f": thread {thread} did not wait for phase {rec.phase} of {name}, which delivered it"
+    return "race", f": {who} did not wait for phase {rec.phase} of {name}, which delivered it"

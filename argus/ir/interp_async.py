@@ -43,6 +43,7 @@ from argus.ir.happens_before import AsyncRecord
 from argus.ir.interpreter import (
     _KNOWN_ZERO,
     BLOCK_EXIT_HOOKS,
+    CLUSTER_BARRIER,
     COPY_HANDLERS,
     MAX_TAG_FIELDS,
     WARP,
@@ -52,7 +53,7 @@ from argus.ir.interpreter import (
     handles,
 )
 
-CLUSTER_BARRIER_ID = -2  # a scheduler barrier id no bar.sync uses
+CLUSTER_BARRIER_ID = CLUSTER_BARRIER  # the scheduler barrier id of barrier.cluster
 REGISTER_FILE = 65536  # 32-bit registers of an SM (sm_90): the bound of all warps' setmaxnreg budgets
 
 
@@ -65,7 +66,7 @@ class MbarrierState:
 
     name: str
     count: int
-    init_thread: int
+    init_thread: int  # block-local id of the initializing thread
     init_op: N.Op
     agent: int  # the clock column of the copy engine that writes this barrier's TMA data
     release: np.ndarray  # joined clocks of this phase's arrivers
@@ -78,12 +79,21 @@ class MbarrierState:
     copies: list[int] = field(default_factory=list)  # async records landing with this phase
     history: dict[int, np.ndarray] = field(default_factory=dict)  # phase -> release clock
     declared_history: dict[int, int] = field(default_factory=dict)
-    observed: dict[int, int] = field(default_factory=dict)  # thread -> latest phase it observed
-    last_declared: dict[int, int] = field(default_factory=dict)  # thread -> phase of its latest expect_tx
+    observed: dict[int, int] = field(default_factory=dict)  # thread (clock column) -> latest phase it observed
+    last_declared: dict[int, int] = field(default_factory=dict)  # column -> phase of its latest expect_tx
     last_arrive: N.Op | None = None
+    init_column: int = -1  # clock column of the initializing thread
+    remote: dict[int, tuple[int, N.Op]] = field(default_factory=dict)  # peer column -> (time, op) of its last arrive
 
     def observed_phase(self, thread: int) -> int | None:
         return self.observed.get(thread)
+
+    def armed_phase(self) -> int | None:
+        """The latest phase for which any thread declared transaction bytes (armed it)."""
+        if self.declared:
+            return self.completed
+        armed = [p for p, d in self.declared_history.items() if d]
+        return max(armed) if armed else None
 
     def describe(self) -> str:
         text = (f"{self.name}: {self.completed} phase(s) completed; phase {self.completed} has "
@@ -132,11 +142,13 @@ def _single_lane(mask: np.ndarray, i: int) -> np.ndarray:
 # --------------------------------------------------------------------------- mbarriers
 
 
-def _bar_addresses(run: Any, op: N.Op, view: N.View, env: dict, lanes: np.ndarray) -> np.ndarray:
-    if view.buffer.name not in run.memories:
-        raise ArgusError(f"interpreter: mbarrier %{view.buffer.name} used before its allocation", position=op.loc)
+def _bar_addresses(run: Any, op: N.Op, view: N.View, env: dict, lanes: np.ndarray, owner: Any = None) -> np.ndarray:
+    owner = owner if owner is not None else run
+    if view.buffer.name not in owner.memories:
+        raise ArgusError(f"interpreter: mbarrier %{view.buffer.name} used before its allocation"
+                         + (f" in block {owner.block}" if owner is not run else ""), position=op.loc)
     addr, _ = run._addresses(view, env, lanes)
-    size = run.memories[view.buffer.name].values.shape[-1]
+    size = owner.memories[view.buffer.name].values.shape[-1]
     if ((addr < 0) | (addr >= size)).any():
         lane = int(np.argwhere((addr < 0) | (addr >= size))[0][0])
         raise _fail(run, op, "out-of-bounds", f"mbarrier %{view.buffer.name}[{int(addr[lane, 0])}] outside 0..{size - 1}",
@@ -145,35 +157,43 @@ def _bar_addresses(run: Any, op: N.Op, view: N.View, env: dict, lanes: np.ndarra
 
 
 def _bars(run: Any, op: N.Op, view: N.View, env: dict, mask: np.ndarray, lanes: np.ndarray, *,
-          async_proxy: bool = False) -> list[tuple[MbarrierState, np.ndarray]]:
-    """The initialized mbarriers the active lanes name, with the lanes naming each.
+          async_proxy: bool = False, owner: Any = None) -> list[tuple[MbarrierState, np.ndarray]]:
+    """The initialized mbarriers the active lanes name, with the lanes naming each (local ids).
 
-    Every use must come after the initialization *and* its ``fence.mbarrier_init``, ordered by
-    happens-before (a barrier after the fence) for threads other than the initializing one; a use
-    by the async proxy (a TMA copy completing on it) needs the fence in any case.
+    ``view.rank`` (or ``owner``) names a peer block of the cluster whose mbarrier it is.  Every use
+    must come after the initialization *and* its ``fence.mbarrier_init``, ordered by
+    happens-before (a barrier after the fence; a cluster barrier for a peer) for threads other
+    than the initializing one; a use by the async proxy (a TMA copy completing on it) needs the
+    fence in any case.
     """
-    state = _state(run)
-    addr = _bar_addresses(run, op, view, env, lanes)
+    if owner is None:
+        owner = run.rank_of(view, op, env, mask, lanes)
+    state = _state(owner)
+    addr = _bar_addresses(run, op, view, env, lanes, owner)
+    where = f" of block {owner.block}" if owner is not run else ""
     out = []
     for a in np.unique(addr[mask]):
         sel = mask & (addr == a)
         threads = _threads(sel, lanes)
         bar = state.bars.get((view.buffer.name, int(a)))
         if bar is None:
-            raise _fail(run, op, "mbarrier", f"mbarrier %{view.buffer.name}[{int(a)}] is used before mbarrier_init",
-                        thread=int(threads[0]))
+            raise _fail(run, op, "mbarrier", f"mbarrier %{view.buffer.name}[{int(a)}]{where} is used before "
+                        "mbarrier_init" + (" (a peer's mbarrier_init must be ordered before this use by a cluster "
+                                           "barrier)" if owner is not run else ""), thread=int(threads[0]))
         if async_proxy and bar.fenced_at is None:
             raise _fail(run, op, "mbarrier",
                         f"a TMA copy completes on {bar.name} before its initialization was fenced "
                         "(fence.mbarrier_init makes the init visible to the async proxy)",
                         thread=int(threads[0]), other=bar.init_thread)
-        others = threads[threads != bar.init_thread]
-        unseen = others if bar.fenced_at is None else others[run.hb.clock[others, bar.init_thread] < bar.fenced_at]
+        columns = threads + run.base
+        others = columns[columns != bar.init_column]
+        unseen = others if bar.fenced_at is None else others[run.hb.clock[others, bar.init_column] < bar.fenced_at]
         if len(unseen):
-            raise _fail(run, op, "mbarrier",
-                        f"thread {int(unseen[0])} uses {bar.name} initialized by thread {bar.init_thread} at "
-                        f"{bar.init_op.loc} without fence.mbarrier_init and a barrier between the init and this use",
-                        thread=int(unseen[0]), other=bar.init_thread)
+            sync = "a cluster barrier" if owner is not run else "a barrier"
+            raise run.hb.violation(
+                "mbarrier", f"{run.hb.who(int(unseen[0]))} uses {bar.name} initialized by "
+                f"{run.hb.who(bar.init_column)} at {bar.init_op.loc} without fence.mbarrier_init and {sync} "
+                "between the init and this use", op=op, thread=int(unseen[0]), other_thread=bar.init_column)
         out.append((bar, threads))
     return out
 
@@ -194,9 +214,14 @@ def run_mbarrier_init(run: Any, op: N.MbarrierInit, env: dict, mask: np.ndarray,
             raise _fail(run, op, "mbarrier", f"{old.name} is initialized again while its phase {old.completed} is "
                         "in progress", thread=int(threads[0]))
         name = f"%{op.bar.buffer.name}[{int(a)}]"
+        if op.bar.rank is not None:
+            raise ArgusError("interpreter: mbarrier_init of a peer block's mbarrier (each block initializes its own)",
+                             position=op.loc)
+        if run.hb.clustered:
+            name += f" of block {run.block}"
         agent = old.agent if old is not None else run.hb.new_agent(f"copy engine of mbarrier {name}")
         state.bars[key] = MbarrierState(name, int(op.count), int(threads[0]), op, agent, run.hb.zero(),
-                                        pending=int(op.count))
+                                        pending=int(op.count), init_column=int(threads[0]) + run.base)
 
 
 def _complete(run: Any, bar: MbarrierState) -> None:
@@ -220,9 +245,11 @@ def _complete(run: Any, bar: MbarrierState) -> None:
 @handles(N.MbarrierArrive)
 def run_mbarrier_arrive(run: Any, op: N.MbarrierArrive, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
     nbytes = np.broadcast_to(np.asarray(run._eval(op.expect_tx, env), np.int64), lanes.shape)
-    for bar, threads in _bars(run, op, op.bar, env, mask, lanes):
+    owner = run.rank_of(op.bar, op, env, mask, lanes)
+    for bar, threads in _bars(run, op, op.bar, env, mask, lanes, owner=owner):
         arrivals = int(op.count) * len(threads)
         declared = int(nbytes[np.isin(lanes, threads)].sum())
+        columns = threads + run.base
         if arrivals and arrivals > bar.pending:
             extra = "" if bar.pending else f" (all arrived; it waits for {bar.tx} transaction bytes)"
             raise _fail(run, op, "mbarrier",
@@ -231,10 +258,13 @@ def run_mbarrier_arrive(run: Any, op: N.MbarrierArrive, env: dict, mask: np.ndar
         if declared:
             bar.tx += declared
             bar.declared += declared
-            for t in threads:
+            for t in columns:
                 bar.last_declared[int(t)] = bar.completed
         if arrivals:
-            bar.release = np.maximum(run.hb._widen(bar.release), run.hb.release(threads))
+            if owner is not run:  # a remote arrive: the peer must not exit before it (checked at exit)
+                for c in columns:
+                    bar.remote[int(c)] = (run.hb.now(int(c)), op)
+            bar.release = np.maximum(run.hb._widen(bar.release), run.hb.release(columns))
             bar.pending -= arrivals
             bar.last_arrive = op
         if bar.pending == 0 and bar.tx < 0:
@@ -294,6 +324,10 @@ def run_mbarrier_wait(run: Any, op: N.MbarrierWait, env: dict, mask: np.ndarray,
     phase = None
     if op.phase is not None:
         phase = np.broadcast_to(np.asarray(run._eval(op.phase, env), np.int64), lanes.shape)
+    if op.bar.rank is not None and run.rank_of(op.bar, op, env, mask, lanes) is not run:
+        raise _fail(run, op, "mbarrier", "wait on the mbarrier of a peer block: mbarrier.try_wait only observes "
+                    "the block's own mbarriers (the peer must signal one of this block's)",
+                    thread=int(lanes[mask][0]))
     for bar, threads in _bars(run, op, op.bar, env, mask, lanes):
         sel = np.isin(lanes, threads)
         if len(set(parity[sel].tolist())) > 1 or (phase is not None and len(set(phase[sel].tolist())) > 1):
@@ -328,8 +362,8 @@ def run_mbarrier_wait(run: Any, op: N.MbarrierWait, env: dict, mask: np.ndarray,
                             f"thread {int(threads[0])} waited for phase {target} of {bar.name}, but phases up to "
                             f"{bar.completed - 1} completed before it resumed: it lags more than one phase",
                             thread=int(threads[0]))
-        run.hb.acquire(threads, bar.history.get(target, run.hb.zero()))
-        for t in threads:
+        run.hb.acquire(threads + run.base, bar.history.get(target, run.hb.zero()))
+        for t in threads + run.base:
             bar.observed[int(t)] = target
 
 
@@ -401,7 +435,7 @@ def run_cp_async(run: Any, op: N.Copy, env: dict, mask: np.ndarray, lanes: np.nd
             continue
         rec = AsyncRecord("cp.async", op, t, what=f"a cp_async_wait of thread {t} after the commit of group {op.handle}",
                           payload=_payload(dst_mem, dst_addr, dst_ok, data, i), extra={"committed": False})
-        rid = run.hb.record(rec)
+        rid = run.hb.record(rec, run)
         one = _single_lane(mask, i)
         run.hb.async_write_issue(run, op, op.dst, dst_mem, dst_addr, dst_ok & one[:, None], lanes, rid)
         state.open_groups.setdefault(t, []).append(rid)
@@ -440,7 +474,7 @@ def run_async_wait(run: Any, op: N.AsyncWait, env: dict, mask: np.ndarray, lanes
             groups = state.groups.get(t, [])
             while len(groups) > op.pending:
                 for rid in groups.pop(0):
-                    _land(run, rid, t, int(hb.clock[t, t]))
+                    _land(run, rid, t + run.base, hb.now(t + run.base))
         elif op.group is N.HandleKind.TMA_STORE_GROUP:
             groups = state.bulk.get(t, [])
             for group in groups[: max(len(groups) - op.pending, 0)]:
@@ -449,7 +483,7 @@ def run_async_wait(run: Any, op: N.AsyncWait, env: dict, mask: np.ndarray, lanes
                     src_mem, src_addr = rec.extra["source"]
                     hb.finish_read(src_mem, src_addr, rid)
                     if not op.read and not rec.done:
-                        _land(run, rid, t, int(hb.clock[t, t]))
+                        _land(run, rid, t + run.base, hb.now(t + run.base))
             if not op.read:
                 del groups[: max(len(groups) - op.pending, 0)]
 
@@ -457,46 +491,69 @@ def run_async_wait(run: Any, op: N.AsyncWait, env: dict, mask: np.ndarray, lanes
 # --------------------------------------------------------------------------- TMA
 
 
-def _cluster_size(run: Any) -> int:
-    cluster = run.interp.kernel.launch.cluster
-    return int(cluster[0]) * int(cluster[1]) * int(cluster[2])
+def _multicast_targets(run: Any, op: N.Copy, env: dict, lane: int, lanes: np.ndarray) -> list[Any]:
+    """The blocks a TMA load delivers to: the issuing block, or every block of the ``multicast``
+    mask (bit r = cluster rank r)."""
+    if op.multicast is None:
+        return [run]
+    value = np.asarray(run._eval(op.multicast, env), np.int64)
+    mask_bits = int(np.broadcast_to(value, lanes.shape)[lane])
+    size = run.interp.cluster_size
+    if mask_bits <= 0 or mask_bits >> size:
+        raise _fail(run, op, "cluster", f"multicast mask {mask_bits:#b} names blocks outside the cluster of {size} "
+                    f"(bits 0..{size - 1}) or none", thread=int(lanes[lane]))
+    return [run.peer(r, op) for r in range(size) if mask_bits >> r & 1]
 
 
 def run_tma_load(run: Any, op: N.Copy, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
     """Issue: read the global box now (out-of-range parts as zero), put the shared destination in
     flight, and count the box's bytes on the current phase of the mbarrier; the data lands when
-    that phase completes."""
+    that phase completes.  A multicast load does this in every block of its mask: the box lands
+    at the same shared-memory address in each, and each block's mbarrier at the barrier's
+    address receives the bytes (complete_tx on the receiver's barrier)."""
     if op.mbarrier is None:
         raise ArgusError("interpreter: a tma.load without an mbarrier (inside range(..., pipeline=S) the "
                          "pipelining policy supplies it; was the policy applied?)", position=op.loc)
-    if op.multicast not in (None, 0, 1) or _cluster_size(run) > 1:
-        raise ArgusError("interpreter: TMA multicast across the blocks of a cluster is not executable by the "
-                         "reference interpreter yet (it runs one block at a time)", position=op.loc)
     for i in np.flatnonzero(mask):
         one = _single_lane(mask, i)
         t = int(lanes[i])
         src_mem, src_addr, src_ok = run._access(op, op.src, env, one, lanes, write=False, pred=op.pred)
-        dst_mem, dst_addr, dst_ok = run._access(op, op.dst, env, one, lanes, write=True, track=False)
-        if not dst_ok[i].all():
-            raise _fail(run, op, "out-of-bounds", "a TMA box must land entirely inside its shared-memory tile",
-                        thread=t)
-        data = _gather(run, src_mem, src_addr, src_ok)
-        ((bar, _),) = _bars(run, op, op.mbarrier, env, one, lanes, async_proxy=True)
-        rec = AsyncRecord("tma.load", op, t, what=f"phase {bar.completed} of mbarrier {bar.name}", barrier=bar,
-                          phase=bar.completed, declared_phase=bar.last_declared.get(t),
-                          payload=_payload(dst_mem, dst_addr, dst_ok, data, i))
-        rid = run.hb.record(rec)
-        run.hb.async_write_issue(run, op, op.dst, dst_mem, dst_addr, dst_ok, lanes, rid)
-        nbytes = int(dst_ok[i].sum()) * (dst_mem.buffer.dtype.bits // 8)
-        bar.copies.append(rid)
-        bar.tx -= nbytes
-        bar.delivered += nbytes
-        if bar.pending == 0 and bar.tx < 0:
-            raise _fail(run, op, "expect-tx",
-                        f"this copy delivers {nbytes} bytes to phase {bar.completed} of {bar.name}, whose arrivals are "
-                        f"complete: its copies deliver {bar.delivered} bytes but only {bar.declared} were declared "
-                        "(expect-tx)", thread=t)
-        _complete(run, bar)
+        data = None
+        for target in _multicast_targets(run, op, env, int(i), lanes):
+            dst_mem = target.memories.get(op.dst.buffer.name)
+            if dst_mem is None:
+                raise _fail(run, op, "cluster", f"multicast into block {target.block} before it allocated "
+                            f"%{op.dst.buffer.name}", thread=t)
+            dst_addr, dst_valid = run._addresses(op.dst, env, lanes)
+            dst_ok = dst_valid & one[:, None]
+            size = dst_mem.values.shape[-1]
+            if not dst_ok[i].all() or ((dst_addr[i] < 0) | (dst_addr[i] >= size)).any():
+                raise _fail(run, op, "out-of-bounds", "a TMA box must land entirely inside its shared-memory tile",
+                            thread=t)
+            if data is None:
+                data = _gather(run, src_mem, src_addr, src_ok)
+            ((bar, _),) = _bars(run, op, op.mbarrier, env, one, lanes, async_proxy=True, owner=target)
+            remote = target is not run
+            declared = bar.armed_phase() if remote else bar.last_declared.get(t + run.base)
+            rec = AsyncRecord("tma.load", op, t, what=f"phase {bar.completed} of mbarrier {bar.name}", barrier=bar,
+                              phase=bar.completed, declared_phase=declared,
+                              payload=_payload(dst_mem, dst_addr, dst_ok, data, i), target=target)
+            if op.multicast is not None and remote:
+                rec.extra["multicast_from"] = f"block {run.block}"
+            rid = run.hb.record(rec, run)
+            run.hb.async_write_issue(run, op, op.dst, dst_mem, dst_addr, dst_ok, lanes, rid)
+            nbytes = int(dst_ok[i].sum()) * (dst_mem.buffer.dtype.bits // 8)
+            bar.copies.append(rid)
+            bar.tx -= nbytes
+            bar.delivered += nbytes
+            if bar.pending == 0 and bar.tx < 0:
+                origin = f" (a multicast from block {run.block})" if remote else ""
+                raise _fail(run, op, "expect-tx",
+                            f"this copy{origin} delivers {nbytes} bytes to phase {bar.completed} of {bar.name}, whose "
+                            f"arrivals are complete: its copies deliver {bar.delivered} bytes but only {bar.declared} "
+                            "were declared (expect-tx)" + (": the receiving block's barrier was not armed for the "
+                                                           "multicast bytes" if remote else ""), thread=t)
+            _complete(run, bar)
 
 
 def run_tma_store(run: Any, op: N.Copy, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
@@ -513,7 +570,7 @@ def run_tma_store(run: Any, op: N.Copy, env: dict, mask: np.ndarray, lanes: np.n
         rec = AsyncRecord("tma.store", op, t, what=f"a tma_store_wait of thread {t} after the commit of {op.handle}",
                           payload=_payload(dst_mem, dst_addr, dst_ok, data, i),
                           extra={"source": (src_mem, src_addr[i, src_ok[i]].astype(np.int64))})
-        rid = run.hb.record(rec)
+        rid = run.hb.record(rec, run)
         run.hb.async_read_issue(run, op, op.src, src_mem, src_addr, src_ok, lanes, rid)
         run.hb.async_write_issue(run, op, op.dst, dst_mem, dst_addr, dst_ok, lanes, rid)
         state.open_bulk.setdefault(t, []).append(rid)
@@ -530,11 +587,11 @@ COPY_HANDLERS["tma.store"] = run_tma_store
 def run_fence(run: Any, op: N.Fence, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
     threads = _threads(mask, lanes)
     if op.fence == "proxy.async":
-        run.hb.proxy_fence(threads)
+        run.hb.proxy_fence(threads + run.base)
     elif op.fence == "mbarrier_init":
         for bar in _state(run).bars.values():
             if bar.init_thread in threads and bar.fenced_at is None:
-                bar.fenced_at = int(run.hb.clock[bar.init_thread, bar.init_thread])
+                bar.fenced_at = run.hb.now(bar.init_column)
     elif op.fence == "wgmma":
         interp_wgmma.fence(run, threads)
     # other fences (acq_rel, sc) order nothing the interpreter tracks beyond program order
@@ -542,14 +599,11 @@ def run_fence(run: Any, op: N.Fence, env: dict, mask: np.ndarray, lanes: np.ndar
 
 @handles(N.ClusterBarrier)
 def run_cluster_barrier(run: Any, op: N.ClusterBarrier, env: dict, mask: np.ndarray, lanes: np.ndarray):
-    if _cluster_size(run) > 1:
-        raise ArgusError("interpreter: clusters of several blocks are not executable by the reference "
-                         "interpreter yet (it runs one block at a time)", position=op.loc)
     if not mask.all():
         idle = lanes[~mask]
         raise _fail(run, op, "barrier", f"cluster barrier reached under divergence: thread {int(idle[0])} of the same "
                     "warp is not here", thread=int(lanes[mask][0]), other=int(idle[0]))
-    yield Blocked(CLUSTER_BARRIER_ID, None, lanes, op)
+    yield Blocked(CLUSTER_BARRIER, None, lanes, op)
 
 
 @handles(N.SetMaxNReg)
@@ -570,18 +624,26 @@ def _at_exit(run: Any) -> None:
         return
     hb = run.hb
     for rec in hb.pending_records():
+        if rec.target is not None and rec.target is not run:
+            continue  # another block's (a peer of the cluster): checked when that block exits
         if rec.kind == "tma.store":
             src_mem, src_addr = rec.extra["source"]
             if (hb.shadow(src_mem).pending_read[src_addr] != 0).any():
                 raise _fail(run, rec.op, "async", f"the TMA store issued by thread {rec.thread} may still be reading "
                             "shared memory when the block exits (no tma_store_wait completes its group)",
                             thread=rec.thread)
-            _land(run, rec.id, rec.thread, int(hb.clock[rec.thread, rec.thread]))
+            _land(run, rec.id, rec.column, hb.now(rec.column))
             continue
         extra = f" ({rec.barrier.describe()})" if rec.barrier is not None else ""
         raise _fail(run, rec.op, "async", f"the {rec.kind} issued by thread {rec.thread} is still in flight when the "
                     f"block exits: nothing completes it (it completes with {rec.what}){extra}", thread=rec.thread)
+    knows = hb.clock[run.base:run.base + run.threads].max(axis=0)
     for bar in state.bars.values():
+        for column, (time, op) in bar.remote.items():
+            if knows[column] < time:
+                raise hb.violation("cluster", f"block {run.block} exits while the arrive of {hb.who(column)} on "
+                                   f"{bar.name} at {op.loc} is not ordered before the exit (no cluster barrier after "
+                                   "it): the peer may signal an mbarrier that no longer exists", op=op, thread=column)
         op = bar.last_arrive or bar.init_op
         if bar.pending == 0 and bar.tx > 0:
             raise _fail(run, op, "expect-tx", f"the block exits with phase {bar.completed} of {bar.name} incomplete: "

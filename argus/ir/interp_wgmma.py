@@ -115,7 +115,7 @@ def issue(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict], base: int) -> 
             shared.append((tile.mem, np.asarray(tile.addr, np.int64)))
     rec = AsyncRecord("wgmma", op, base, what=f"a wgmma_wait of the warpgroup of thread {base} after the commit "
                       "of its group", extra={"threads": threads, "shared": shared})
-    rid = run.hb.record(rec)
+    rid = run.hb.record(rec, run)
     for mem, addr in shared:
         run.hb.shadow(mem).pending_read[addr] = rid
     for p in parts.values():
@@ -156,7 +156,7 @@ def _retire(run: Any, state: _WgmmaBlock, rid: int, threads: np.ndarray) -> None
     hb = run.hb
     rec = hb.records[rid]
     for mem, addr in rec.extra["shared"]:
-        hb._record_read(hb.shadow(mem), np.tile(addr, len(threads)), np.repeat(threads, len(addr)))
+        hb._record_read(hb.shadow(mem), np.tile(addr, len(threads)), np.repeat(threads + run.base, len(addr)))
     rec.extra["threads"].difference_update(int(t) for t in threads)
     if not rec.extra["threads"]:
         for mem, addr in rec.extra["shared"]:

@@ -59,6 +59,7 @@ class Violation:
     thread: int | None = None
     other_thread: int | None = None
     element: tuple[int, ...] | None = None
+    other_block: tuple[int, ...] | None = None  # the other thread's block, when it is a cluster peer
     position: SourcePosition | None = None
     op: str | None = None
 
@@ -69,7 +70,8 @@ class Violation:
         if self.thread is not None:
             parts.append(f"thread {self.thread}")
         if self.other_thread is not None:
-            parts.append(f"other thread {self.other_thread}")
+            parts.append(f"other thread {self.other_thread}"
+                         + (f" of block {self.other_block}" if self.other_block is not None else ""))
         if self.element is not None:
             parts.append(f"element {self.element}")
         if self.op is not None:
@@ -240,6 +242,10 @@ REGISTER_ACCESS_HOOKS: list[Any] = []  # (run, op, mem, view, addr, ok, lanes, w
 """``hook(block_run)`` called when every warp of a block finished (checks of pending async state)."""
 
 
+CLUSTER_BARRIER = -2
+"""The scheduler barrier id of the cluster barrier (no ``bar.sync`` uses it)."""
+
+
 class Blocked:
     """A warp waits: at a barrier (``barrier_id``, ``participants``), or, when ``ready`` is given,
     until ``ready()`` returns true (collectives, waits on asynchronous state); a ``ready`` wait
@@ -260,8 +266,14 @@ class Interpreter:
     ``run(inputs, sizes)`` takes a dict from tensor parameter name to a numpy array (its
     flattened contents are the buffer; they are written back in place) and values for every
     index parameter and size symbol; it returns the global memories after the launch.
-    ``blocks`` restricts execution to some blocks (counterexample replay); ``stop_at`` stops
-    when the given op has executed (its program point).
+    ``blocks`` restricts execution to some blocks (counterexample replay; with clusters, the
+    whole clusters that contain them run); ``stop_at`` stops when the given op has executed
+    (its program point).
+
+    The blocks of a cluster (``@kernel(cluster=...)``) run together: their warps interleave,
+    they read and write each other's shared memory (distributed shared memory, views with a
+    ``rank``), arrive on each other's mbarriers, receive TMA multicasts and synchronise at
+    cluster barriers, all checked with one set of vector clocks.
     """
 
     def __init__(self, kernel: N.Kernel) -> None:
@@ -271,6 +283,29 @@ class Interpreter:
         self.numerics = numerics
         self.exprs = _ExprCache()
         self.address_cache: dict[int, Any] = {}
+        cx, cy, cz = (int(c) for c in kernel.launch.cluster)
+        self.cluster_shape = (cx, cy, cz)
+        self.cluster_size = cx * cy * cz
+
+    def cluster_rank(self, block: tuple[int, ...]) -> int:
+        """The cluster rank of ``block`` (x fastest, as ``%cluster_ctarank``)."""
+        cx, cy, cz = self.cluster_shape
+        return block[0] % cx + cx * (block[1] % cy + cy * (block[2] % cz))
+
+    def clusters(self, grid: tuple[int, ...], blocks: list[tuple[int, ...]]) -> list[list[tuple[int, int, int]]]:
+        """The clusters (their blocks by rank) that contain ``blocks``, in the order first met."""
+        cx, cy, cz = self.cluster_shape
+        if any(g % c for g, c in zip(grid, self.cluster_shape)):
+            raise ArgusError(f"interpreter: the grid {grid} is not a whole number of clusters {self.cluster_shape}",
+                             position=self.kernel.loc,
+                             hint="make every grid dimension a multiple of the cluster's (round the grid up)")
+        out: dict[tuple[int, ...], list[tuple[int, int, int]]] = {}
+        for block in blocks:
+            origin = (block[0] - block[0] % cx, block[1] - block[1] % cy, block[2] - block[2] % cz)
+            if origin not in out:
+                out[origin] = [(origin[0] + x, origin[1] + y, origin[2] + z)
+                               for z in range(cz) for y in range(cy) for x in range(cx)]
+        return list(out.values())
 
     # ---------------------------------------------------------------- launch
 
@@ -320,8 +355,10 @@ class Interpreter:
         for name, mem in memories.items():
             state.global_writer_block[name] = np.full(mem.values.shape, -1, np.int64)
         all_blocks = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
-        for block in blocks if blocks is not None else all_blocks:
-            _BlockRun(self, state, tuple(block) + (0,) * (3 - len(block))).run()
+        chosen = [tuple(b) + (0,) * (3 - len(b)) for b in (blocks if blocks is not None else all_blocks)]
+        # a block of a cluster only runs with its peers: a replay of one block runs its whole cluster
+        for cluster in self.clusters(grid, chosen):
+            _ClusterRun(self, state, cluster).run()
         out = {}
         for p in self.kernel.params:
             if p.kind == "tensor":
@@ -389,9 +426,15 @@ def _truth(x: Any) -> bool:
 
 
 class _BlockRun:
-    """The execution of one block: its shared memory, register files and warps."""
+    """The execution of one block: its shared memory, register files and warps.
 
-    def __init__(self, interp: Interpreter, state: LaunchState, block: tuple[int, int, int]) -> None:
+    In a cluster, ``rank`` is the block's cluster rank, ``base`` the first clock column of its
+    threads in the cluster-wide happens-before state ``hb`` and ``cluster`` the
+    :class:`_ClusterRun` that schedules it with its peers.
+    """
+
+    def __init__(self, interp: Interpreter, state: LaunchState, block: tuple[int, int, int], *,
+                 hb: HappensBefore | None = None, rank: int = 0, cluster: _ClusterRun | None = None) -> None:
         self.interp = interp
         self.state = state
         self.block = block
@@ -399,100 +442,60 @@ class _BlockRun:
         self.threads = interp.kernel.launch.threads
         self.memories: dict[str, Memory] = dict(state.globals)
         self.epoch = 0  # incremented at each completed block barrier
-        self.hb = HappensBefore(self.threads, block)  # vector clocks and race shadow state
+        self.rank = rank
+        self.base = rank * self.threads
+        self.cluster = cluster
+        self.exited = False
+        self.hb = hb if hb is not None else HappensBefore(self.threads, block)  # vector clocks, race shadow state
         self.size_key = tuple(sorted((s.name, v) for s, v in state.sizes.items()))
         self.base_env: dict[sympy.Symbol, Any] = dict(state.sizes)
         for sym, value in zip(interp.kernel.block_ids, block):
             self.base_env[sym] = value
+        self.base_env[N.CLUSTER_RANK] = rank
 
     # ---------------------------------------------------------------- scheduling
 
-    def run(self) -> None:
-        warps = (self.threads + WARP - 1) // WARP
-        generators: list[Iterator[Any] | None] = []
-        for w in range(warps):
+    def warps(self) -> list[Iterator[Any]]:
+        """One generator per warp of the block."""
+        generators = []
+        for w in range((self.threads + WARP - 1) // WARP):
             lanes = np.arange(w * WARP, min((w + 1) * WARP, self.threads))
             env = dict(self.base_env)
             env[self.interp.kernel.thread_id] = lanes
             generators.append(self._region(self.interp.kernel.body, env, np.ones(len(lanes), bool), lanes))
-        blocked: dict[int, Blocked] = {}
-        done: set[int] = set()
-        while len(done) < warps:
-            progressed = False
-            for w, gen in enumerate(generators):
-                if w in done or w in blocked:
-                    continue
-                try:
-                    event = next(gen)
-                except StopIteration:
-                    done.add(w)
-                    progressed = True
-                    continue
-                if event is not None:
-                    blocked[w] = event
-                progressed = True
-            for w in [w for w, b in blocked.items() if b.ready is not None and b.ready()]:
-                del blocked[w]
-                progressed = True
-            if self._release(blocked, done, warps):
-                progressed = True
-            if not progressed and len(done) < warps:
-                waiting = sorted(blocked)
-                first = blocked[waiting[0]] if waiting else None
-                for w in waiting:  # a wait that can explain why it never completes (mbarriers)
-                    explain = getattr(blocked[w], "diagnose", None)
-                    if explain is not None:
-                        raise InterpreterError(explain(self, waiting, sorted(done)))
-                raise InterpreterError(Violation(
-                    "deadlock",
-                    f"warps {waiting} wait at barriers that can never complete"
-                    + (f" (warps {sorted(done)} already finished)" if done else ""),
-                    block=self.block,
-                    thread=int(first.lanes[0]) if first is not None else None,
-                    position=first.op.loc if first is not None else None,
-                    op=first.op.kind if first is not None else None,
-                ))
-        for hook in BLOCK_EXIT_HOOKS:
-            hook(self)
+        return generators
 
-    def _release(self, blocked: dict[int, Blocked], done: set[int], warps: int) -> bool:
-        if not blocked:
-            return False
-        by_id: dict[int, list[int]] = {}
-        for w, b in blocked.items():
-            if b.ready is None:
-                by_id.setdefault(b.barrier_id, []).append(w)
-        released = False
-        for barrier_id, ws in by_id.items():
-            expected = blocked[ws[0]].participants or self.threads
-            for w in ws[1:]:
-                if (blocked[w].participants or self.threads) != expected:
-                    b = blocked[w]
-                    raise InterpreterError(Violation(
-                        "barrier", f"barrier {barrier_id} is reached with {b.participants or self.threads} declared "
-                        f"participants here and {expected} by warp {ws[0]}", block=self.block,
-                        thread=int(b.lanes[0]), other_thread=int(blocked[ws[0]].lanes[0]), position=b.op.loc,
-                        op=b.op.kind))
-            arrived = sum(len(blocked[w].lanes) for w in ws)
-            if arrived >= expected:
-                if arrived > expected:
-                    b = blocked[ws[-1]]
-                    raise InterpreterError(Violation(
-                        "barrier", f"barrier {barrier_id} declares {expected} participants but {arrived} threads arrived",
-                        block=self.block, thread=int(b.lanes[0]), position=b.op.loc, op=b.op.kind))
-                self.hb.barrier(np.concatenate([blocked[w].lanes for w in ws]))  # orders its participants only
-                for w in ws:
-                    del blocked[w]
-                self.epoch += 1
-                released = True
-            elif len(done) + len(blocked) == warps and not any(
-                    b.barrier_id != barrier_id for b in blocked.values()) and done:
-                b = blocked[ws[0]]
-                raise InterpreterError(Violation(
-                    "barrier",
-                    f"barrier {barrier_id}: {arrived} of {expected} threads arrived; the others exited",
-                    block=self.block, thread=int(b.lanes[0]), position=b.op.loc, op=b.op.kind))
-        return released
+    def peer(self, rank: int, op: N.Op) -> _BlockRun:
+        """The block of this block's cluster with cluster rank ``rank`` (distributed shared memory)."""
+        runs = self.cluster.runs if self.cluster is not None else [self]
+        size = self.interp.cluster_size
+        if not 0 <= rank < size:
+            raise InterpreterError(Violation(
+                "out-of-bounds", f"cluster rank {rank} outside 0..{size - 1} (the cluster has {size} blocks)",
+                block=self.block, position=op.loc, op=op.kind))
+        target = runs[rank]
+        if target.exited and target is not self:
+            raise InterpreterError(Violation(
+                "cluster", f"block {self.block} accesses the shared memory of block {target.block} (cluster rank "
+                f"{rank}), which has already exited (a cluster barrier must keep every block alive while its peers "
+                "use its shared memory)", block=self.block, thread=int(self._current_lanes[0])
+                if getattr(self, "_current_lanes", None) is not None else None, position=op.loc, op=op.kind))
+        return target
+
+    def rank_of(self, view: N.View, op: N.Op, env: dict, mask: np.ndarray, lanes: np.ndarray) -> _BlockRun:
+        """The block whose memory ``view`` addresses for the active lanes (``view.rank``: a peer)."""
+        if view.rank is None:
+            return self
+        ranks = np.broadcast_to(np.asarray(self._eval(view.rank, env), np.int64), lanes.shape)[mask]
+        if not len(ranks):
+            return self
+        if (ranks != ranks[0]).any():
+            raise ArgusError(f"interpreter: the lanes of one warp address the shared memory of different cluster ranks "
+                             f"({sorted(set(ranks.tolist()))}) in one {op.kind}; the reference interpreter needs one "
+                             "rank per warp and operation", position=op.loc)
+        self._current_lanes = lanes
+        return self.peer(int(ranks[0]), op)
+
 
     # ---------------------------------------------------------------- regions
 
@@ -653,7 +656,8 @@ class _BlockRun:
                 write: bool, pred: Any = None, check_init: bool = True,
                 track: bool = True) -> tuple[Memory, np.ndarray, np.ndarray]:
         """Addresses and the active-element mask of an access, after bounds/race checks."""
-        mem = self.memories.get(view.buffer.name)
+        owner = self if view.rank is None else self.rank_of(view, op, env, mask, lanes)
+        mem = owner.memories.get(view.buffer.name)
         if mem is None:
             raise ArgusError(f"interpreter: buffer %{view.buffer.name} used before its allocation", position=op.loc)
         self._current_lanes = lanes
@@ -833,6 +837,8 @@ class _BlockRun:
 
     def _assert_tag(self, op: N.AssertTag, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
         mem, addr, ok = self._access(op, op.view, env, mask, lanes, write=False, check_init=False, track=False)
+        if mem.buffer.space is not N.MemorySpace.REGISTER:  # the tags of in-flight data are not there yet
+            self.hb.check_in_flight(self, op, op.view, mem, addr, ok, lanes)
         fields, counts, _ = self._tags_of(mem, addr, ok)
         _, coords = self._elements(op.view)
         positions = np.argwhere(ok)
@@ -872,6 +878,174 @@ class _BlockRun:
         if failed.any():
             i = int(np.flatnonzero(failed)[0])
             raise fail(i, f"assert_tag failed: tag {tuple(int(v) for v in fields[i][:counts[i]])} of %{op.view.buffer.name}")
+
+
+class _ClusterRun:
+    """The blocks of one cluster, run together by one cooperative scheduler (a single block when
+    the launch has no clusters).  Warps of every block interleave op by op; a warp blocked at a
+    block barrier waits for its own block, at a cluster barrier for every thread of the cluster."""
+
+    def __init__(self, interp: Interpreter, state: LaunchState, blocks: list[tuple[int, int, int]]) -> None:
+        threads = interp.kernel.launch.threads
+        hb = HappensBefore(threads, blocks[0], tuple(blocks)) if len(blocks) > 1 else None
+        self.runs = [_BlockRun(interp, state, block, hb=hb, rank=r, cluster=self) for r, block in enumerate(blocks)]
+
+    def run(self) -> None:
+        warps: list[tuple[_BlockRun, int, Iterator[Any]]] = []
+        for run in self.runs:
+            warps += [(run, w, gen) for w, gen in enumerate(run.warps())]
+        remaining = {id(run): sum(1 for w in warps if w[0] is run) for run in self.runs}
+        blocked: dict[int, Blocked] = {}
+        done: set[int] = set()
+        while len(done) < len(warps):
+            progressed = False
+            for g, (run, _, gen) in enumerate(warps):
+                if g in done or g in blocked:
+                    continue
+                try:
+                    event = next(gen)
+                except StopIteration:
+                    done.add(g)
+                    progressed = True
+                    remaining[id(run)] -= 1
+                    if not remaining[id(run)]:
+                        self._exit(run)
+                    continue
+                if event is not None:
+                    blocked[g] = event
+                progressed = True
+            for g in [g for g, b in blocked.items() if b.ready is not None and b.ready()]:
+                del blocked[g]
+                progressed = True
+            if self._release(warps, blocked, done):
+                progressed = True
+            if not progressed and len(done) < len(warps):
+                self._deadlock(warps, blocked, done)
+
+    def _exit(self, run: _BlockRun) -> None:
+        """Every warp of ``run`` finished: its exit checks, then the block's shared memory is gone."""
+        for hook in BLOCK_EXIT_HOOKS:
+            hook(run)
+        if len(self.runs) > 1:
+            self._check_peer_accesses(run)
+        run.exited = True
+
+    @staticmethod
+    def _check_peer_accesses(run: _BlockRun) -> None:
+        """A block may exit only when every access of a peer to its shared memory is ordered before
+        the exit (happens-before; usually through a final cluster barrier): otherwise the peer may
+        still read or write memory that no longer exists."""
+        hb = run.hb
+        mine = slice(run.base, run.base + run.threads)
+        knows = hb.clock[mine].max(axis=0)  # what some thread of the exiting block has seen
+        for name, mem in run.memories.items():
+            if mem.buffer.space is not N.MemorySpace.SHARED:
+                continue
+            sh = hb.shadows.get(id(mem))
+            if sh is None:
+                continue
+            w = sh.writer
+            peer = (w >= 0) & (w < hb.threads) & ((w // run.threads) != run.rank)
+            late = peer & (sh.write_clock > knows[np.clip(w, 0, None)])
+            what = "writes"
+            if not late.any() and sh.readers is not None:
+                columns = [c for c, t in enumerate(sh.readers) if int(t) // run.threads != run.rank]
+                for c in columns:
+                    reads = sh.read_clock[:, c] > knows[int(sh.readers[c])]
+                    if reads.any():
+                        late, w, what = reads, np.full(len(w), int(sh.readers[c])), "reads"
+                        break
+            if late.any():
+                i = int(np.flatnonzero(late)[0])
+                raise hb.violation(
+                    "cluster", f"block {run.block} exits while {hb.who(int(w[i]))} {what} its shared memory "
+                    f"%{name}[{i}] with no cluster barrier (or other synchronisation) ordering that access before "
+                    "the exit: the peer may use the memory after it is gone", op=mem_op(run),
+                    thread=int(w[i]))
+
+    def _deadlock(self, warps: list, blocked: dict[int, Blocked], done: set[int]) -> None:
+        waiting = sorted(blocked)
+        first_run = warps[waiting[0]][0] if waiting else self.runs[0]
+        local_waiting = [warps[g][1] for g in waiting if warps[g][0] is first_run]
+        local_done = sorted(warps[g][1] for g in done if warps[g][0] is first_run)
+        for g in waiting:  # a wait that can explain why it never completes (mbarriers)
+            explain = getattr(blocked[g], "diagnose", None)
+            if explain is not None:
+                run = warps[g][0]
+                raise InterpreterError(explain(run, [warps[h][1] for h in waiting if warps[h][0] is run],
+                                               sorted(warps[h][1] for h in done if warps[h][0] is run)))
+        first = blocked[waiting[0]] if waiting else None
+        raise InterpreterError(Violation(
+            "deadlock",
+            f"warps {local_waiting} wait at barriers that can never complete"
+            + (f" (warps {local_done} already finished)" if local_done else "")
+            + (f"; blocks {sorted({warps[g][0].block for g in waiting})} of the cluster are blocked"
+               if len(self.runs) > 1 else ""),
+            block=first_run.block,
+            thread=int(first.lanes[0]) if first is not None else None,
+            position=first.op.loc if first is not None else None,
+            op=first.op.kind if first is not None else None,
+        ))
+
+    def _release(self, warps: list, blocked: dict[int, Blocked], done: set[int]) -> bool:
+        if not blocked:
+            return False
+        by_id: dict[tuple, list[int]] = {}
+        for g, b in blocked.items():
+            if b.ready is None:
+                run = warps[g][0]
+                key = ("cluster",) if b.barrier_id == CLUSTER_BARRIER else (run.rank, b.barrier_id)
+                by_id.setdefault(key, []).append(g)
+        released = False
+        for key, gs in by_id.items():
+            cluster_wide = key == ("cluster",)
+            runs = self.runs if cluster_wide else [warps[gs[0]][0]]
+            first = blocked[gs[0]]
+            barrier_id = first.barrier_id
+            block_threads = runs[0].threads
+            expected = block_threads * len(runs) if cluster_wide else (first.participants or block_threads)
+            for g in gs[1:]:
+                if not cluster_wide and (blocked[g].participants or block_threads) != expected:
+                    b = blocked[g]
+                    raise InterpreterError(Violation(
+                        "barrier", f"barrier {barrier_id} is reached with {b.participants or block_threads} declared "
+                        f"participants here and {expected} by warp {warps[gs[0]][1]}", block=warps[g][0].block,
+                        thread=int(b.lanes[0]), other_thread=int(first.lanes[0]), position=b.op.loc,
+                        op=b.op.kind))
+            arrived = sum(len(blocked[g].lanes) for g in gs)
+            what = "the cluster barrier" if cluster_wide else f"barrier {barrier_id}"
+            if arrived >= expected:
+                if arrived > expected:
+                    b = blocked[gs[-1]]
+                    raise InterpreterError(Violation(
+                        "barrier", f"{what} declares {expected} participants but {arrived} threads arrived",
+                        block=warps[gs[-1]][0].block, thread=int(b.lanes[0]), position=b.op.loc, op=b.op.kind))
+                hb = runs[0].hb
+                hb.barrier(np.concatenate([blocked[g].lanes + warps[g][0].base for g in gs]))  # its participants only
+                for g in gs:
+                    del blocked[g]
+                for run in runs:
+                    run.epoch += 1
+                released = True
+                continue
+            members = [g for g, (run, _, _) in enumerate(warps) if run in runs]
+            finished = [g for g in members if g in done]
+            if finished and all(g in done or g in blocked for g in members) and not any(
+                    g in blocked and g not in gs for g in members):
+                b = blocked[gs[0]]
+                others = sorted({warps[g][0].block for g in finished})
+                raise InterpreterError(Violation(
+                    "barrier",
+                    f"{what}: {arrived} of {expected} threads arrived; the others exited"
+                    + (f" (blocks {others} have finished warps)" if cluster_wide else ""),
+                    block=warps[gs[0]][0].block, thread=int(b.lanes[0]), position=b.op.loc, op=b.op.kind))
+        return released
+
+
+def mem_op(run: _BlockRun) -> N.Op:
+    """The op a block-exit violation is reported at: the kernel's last top-level op."""
+    ops = run.interp.kernel.body.ops
+    return ops[-1] if ops else N.Barrier(loc=run.interp.kernel.loc)
 
 
 def _merge_tags(tags: list[tuple[np.ndarray, np.ndarray, np.ndarray]]):

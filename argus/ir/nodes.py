@@ -105,6 +105,10 @@ class View:
     ``swizzle`` (an XOR swizzle of :mod:`argus.layout_algebra`, or ``None``) applies to the
     whole element address, so tiles and stages of a swizzled buffer keep the buffer's swizzle.
 
+    ``rank`` (distributed shared memory, ``mapa``): the cluster rank of the block whose copy
+    of the shared ``buffer`` the view addresses; ``None`` is the executing block's own memory.
+    Such a view's :attr:`space` is :attr:`MemorySpace.DSMEM`.
+
     ``coords`` maps a view coordinate to the coordinate of the underlying logical tensor
     (a tuple of expressions over the view-coordinate symbols ``coord_symbols``); it is what
     tags and bounds predicates are stated against.  ``valid`` is the predicate (over the
@@ -118,10 +122,11 @@ class View:
     coords: tuple[Any, ...] | None = None
     valid: BoolExpr | None = None
     swizzle: Any = None
+    rank: Any = None  # index expression: cluster rank of the peer block (DSMEM); None = own block
 
     @property
     def space(self) -> MemorySpace:
-        return self.buffer.space
+        return MemorySpace.DSMEM if self.rank is not None else self.buffer.space
 
     @property
     def dtype(self) -> Any:

@@ -31,9 +31,10 @@ def expr(e: Any) -> str:
 
 
 def view(v: N.View) -> str:
-    text = f"%{v.buffer.name}[{expr(v.offset)} + {v.layout}]"
+    name = v.buffer.name if v.rank is None else f"{v.buffer.name}@rank({expr(v.rank)})"
+    text = f"%{name}[{expr(v.offset)} + {v.layout}]"
     if v.swizzle is not None:
-        text = f"%{v.buffer.name}[{v.swizzle}({expr(v.offset)} + {v.layout})]"
+        text = f"%{name}[{v.swizzle}({expr(v.offset)} + {v.layout})]"
     if v.valid is not None:
         text += f"{{valid: {expr(v.valid)}}}"
     return text

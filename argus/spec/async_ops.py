@@ -25,6 +25,8 @@ call                                      executed by             completes / is
 ``named_barrier(id, participants)``       ``participants``        —
 ``cluster_barrier()``                     every thread of the     —
                                           cluster
+``mapa(smem | bar, rank)``                (addressing)            —
+``tma_load(..., multicast=mask)``         one elected thread      bytes on each receiver's ``bar``
 ``warp_role(name, warps=, registers=)``   the named warps         (a traced region)
 ========================================  ======================  ==============================
 
@@ -36,11 +38,22 @@ verifier): cp.async data is visible to its issuer after its ``cp_async_wait`` an
 after that wait and a barrier; TMA data is visible to a thread whose ``wait`` observed the phase
 the copy completed with; ordinary shared-memory writes read by a TMA store need a
 ``fence_proxy_async()`` by their writers before the store is issued.
+
+Clusters (``@kernel(cluster=(2, 1, 1))``): :func:`mapa` names a shared tensor or mbarrier of a
+peer block (distributed shared memory); loads and stores through it and ``arrive`` on a peer's
+mbarrier (a remote release) are ordinary operations of the executing thread; a wait observes
+only the block's own mbarriers.  A multicast TMA load writes the box into every block of its
+mask at the same shared-memory address and completes bytes on each receiver's mbarrier at the
+same address, so every receiver's ``expect_tx`` must count them.  A peer's mbarrier may be used
+only after its initialization is ordered before the use by a :func:`cluster_barrier`, and a block
+may exit only when every peer access to its shared memory is ordered before the exit (a final
+``cluster_barrier()``).
 """
 
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -59,7 +72,7 @@ from argus.spec.tensor import Tensor, as_index
 
 __all__ = [
     "AsyncGroup", "Mbarrier", "Stage", "arrive", "arrive_expect_tx", "cluster_barrier", "cp_async",
-    "cp_async_commit", "cp_async_wait", "expect_tx", "fence_proxy_async", "mbarrier", "mbarrier_init",
+    "cp_async_commit", "cp_async_wait", "expect_tx", "fence_proxy_async", "mapa", "mbarrier", "mbarrier_init",
     "named_barrier", "tma_load", "tma_store", "tma_store_commit", "tma_store_wait", "transaction_bytes",
     "wait", "warp_role", "wgmma_commit", "wgmma_fence", "wgmma_wait",
 ]
@@ -447,8 +460,17 @@ def tma_load(src: Tensor, dst: Tensor, bar: Mbarrier | None = None, *, multicast
     if bar is not None:
         b = _bar(bar, "tma_load")
         handle, view = b.phase_handle, b.view
-    if multicast is not None and not isinstance(multicast, int):
+    if multicast is not None:
+        if bar is None:
+            raise B.error("tma_load(multicast=...): give the mbarrier explicitly (each receiving block's mbarrier at "
+                          "the same address receives the bytes)")
+        cluster = getattr(B.current(), "cluster", (1, 1, 1))
+        size = int(cluster[0]) * int(cluster[1]) * int(cluster[2])
         multicast = as_index(multicast, "multicast mask")
+        static = symbolic.static_value(multicast)
+        if static is not None and not 0 < static < 2 ** size:
+            raise B.error(f"tma_load: multicast mask {static:#b} names blocks outside the cluster of {size} "
+                          f"(bits 0..{size - 1})", hint="declare the cluster shape with @kernel(cluster=(x, y, z))")
     _emit(N.Copy(src=src.view, dst=dst.view, atom="tma.load", pred=src.view.valid, handle=handle, mbarrier=view,
                  multicast=multicast, loc=_position(), scope=N.Scope.THREAD, elected=_elected(elected)))
     return transaction_bytes(dst)
@@ -547,6 +569,34 @@ def named_barrier(barrier_id: int, participants: int) -> None:
 def cluster_barrier() -> None:
     """``barrier.cluster.arrive`` + ``wait``: every thread of every block of the cluster synchronises."""
     _emit(N.ClusterBarrier(loc=_position(), scope=N.Scope.CLUSTER))
+
+
+def mapa(x: Any, rank: Any) -> Any:
+    """The shared tensor or mbarrier ``x`` as it exists in the block of cluster rank ``rank``
+    (distributed shared memory, PTX ``mapa``): every block of a cluster allocates the same shared
+    buffers, and the result addresses the peer's copy.  Reads and writes through it are ordinary
+    accesses of the executing thread (checked for races against the peer's threads); ``arrive`` on
+    a peer's mbarrier is a remote release.  ``rank`` may be ``cluster_rank()`` itself."""
+    builder = B.current()
+    cluster = getattr(builder, "cluster", (1, 1, 1))
+    size = int(cluster[0]) * int(cluster[1]) * int(cluster[2])
+    rank = as_index(rank, "mapa rank")
+    static = symbolic.static_value(rank)
+    if static is not None and not 0 <= static < size:
+        raise B.error(f"mapa: cluster rank {static} outside 0..{size - 1} (the kernel's cluster is {tuple(cluster)})",
+                      hint="declare the cluster shape with @kernel(cluster=(x, y, z))")
+    if isinstance(x, Mbarrier):
+        if x.tensor.view.rank is not None:
+            raise B.error("mapa: the mbarrier already names a peer block's mbarrier")
+        peer = Tensor(dataclasses.replace(x.tensor.view, rank=rank))
+        return Mbarrier(peer, x.count, x.stages, x.index)
+    if not isinstance(x, Tensor):
+        raise B.error(f"mapa: expected a shared tensor or an mbarrier, got {type(x).__name__}")
+    if x.view.rank is not None:
+        raise B.error("mapa: the tensor already names a peer block's shared memory")
+    if x.space is not N.MemorySpace.SHARED:
+        raise B.error(f"mapa: only shared memory is distributed across a cluster, not {x.space.value} memory")
+    return Tensor(dataclasses.replace(x.view, rank=rank))
 
 
 # --------------------------------------------------------------------------- warp roles

@@ -224,6 +224,7 @@ class Kernel:
 
             self._rewritten = rewrite_kernel_body(self.fn, ops.REWRITE_HELPERS)
         builder = B.Builder(self.name, self.threads)
+        builder.cluster = tuple(self.cluster)
         const_env = dict(consts)
         sizes: dict[str, sympy.Symbol] = {}
         params: list[N.Param] = []

@@ -86,7 +86,8 @@ class Tensor:
 
     @property
     def space(self) -> N.MemorySpace:
-        return self.view.buffer.space
+        """``dsmem`` for a peer block's shared memory (:func:`argus.spec.mapa`)."""
+        return self.view.space
 
     @property
     def shape(self) -> tuple[Any, ...]:
@@ -123,6 +124,7 @@ class Tensor:
                 coords=coords,
                 valid=valid,
                 swizzle=self.view.swizzle,
+                rank=self.view.rank,
             )
         )
 

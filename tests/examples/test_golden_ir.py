@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 EXAMPLES = [
     "vector_add", "transpose_swizzled", "row_softmax", "gemm_mma_sync", "gemm_cp_async",
-    "gemm_mfma", "gemm_tma_wgmma", "gemm_warp_specialized",
+    "gemm_mfma", "gemm_tma_wgmma", "gemm_warp_specialized", "gemm_cluster_multicast",
 ]
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from argus.errors import ArgusError
 from argus.ir.interpreter import Interpreter
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -80,5 +79,4 @@ def test_cluster_barrier_of_a_single_block_cluster_orders_like_a_barrier():
     x = _randn(np.random.default_rng(6), 64)
     out = Interpreter(K.cluster_rotate.specialize()).run({"x": x, "y": np.zeros(64, np.float32)})
     np.testing.assert_array_equal(out["y"], np.roll(x, -1))
-    with pytest.raises(ArgusError, match="clusters of several blocks"):
-        Interpreter(K.cluster_of_two.specialize()).run({"x": x})
+    Interpreter(K.cluster_of_two.specialize()).run({"x": x})  # two blocks meet at the cluster barrier
