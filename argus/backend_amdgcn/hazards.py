@@ -334,14 +334,16 @@ def _check_waitcnt(program: _Program, hazards: list[Hazard]) -> None:
                     pending.discard(p)
             return frozenset(pending)
         touched = facts.defs | facts.uses
-        if facts.lds_read or facts.lds_write or facts.lds_async_write:
+        if facts.lds_read or facts.lds_write:
             touched = touched | inst.lds_cells
+        # what the operation writes when it completes (a direct-to-LDS load: its LDS bytes)
+        returns = facts.memory_defs | (inst.lds_cells if facts.lds_async_write else frozenset())
         if report:
             for line, counter, in_order, regs, _ in sorted(pending, key=lambda p: p[0]):
                 clash = regs & touched
-                if not clash and regs & facts.memory_defs and not (
+                if not clash and regs & returns and not (
                         counter == facts.counter and in_order and facts.in_order):
-                    clash = regs & facts.memory_defs  # two returns into one register may land out of order
+                    clash = regs & returns  # two returns into one register may land out of order
                 if clash:
                     reg = sorted(clash)[0]
                     what = "LDS" if reg[0] == "lds" else f"{reg[0]}{reg[1]}"

@@ -1344,7 +1344,11 @@ class _Selector:
         return offset, rsrc, m0, self.lds_region(dst.buffer)
 
     def lds_direct(self, offset: RegRef, rsrc: RegRef, m0: Any, region: tuple[int, int]) -> None:
-        self.emit("s_mov_b32", M0, self.sexpr(m0), defs=(), implicit_defs=("m0",))
+        const, rest = sympy.expand(m0).as_coeff_Add()
+        if rest != 0 and const != 0:  # the chunk's constant offset added on the way into M0
+            self.emit("s_add_i32", M0, self.sexpr(rest), Imm(int(const)), defs=(), implicit_defs=("m0", "scc"))
+        else:
+            self.emit("s_mov_b32", M0, self.sexpr(m0), defs=(), implicit_defs=("m0",))
         self.emit("buffer_load_dword", offset, rsrc, Imm(0), defs=(), modifiers="offen lds",
                   implicit_uses=("m0",), implicit_defs=("lds",), lds=region)
 
@@ -1618,12 +1622,23 @@ class _Selector:
         itemsize = run.dtype.itemsize
         address = sympy.expand(run.address)
         terms = sympy.Add.make_args(address) if address != 0 else ()
-        # the resource starts at the block-uniform part; constants stay in the lane offset so that
-        # the elements of one copy share a resource
-        uniform = sympy.Add(*[t for t in terms if self.uniform(t) and not t.is_Number])
-        varying = sympy.Add(*[t for t in terms if not self.uniform(t) or t.is_Number])
-        lo, hi = self.lk.facts.interval(sympy.expand(varying * itemsize))
-        if lo is None or hi is None or lo < 0 or hi >= 2**32 or self.lk.bits(varying) != 32:
+        blocks = set(self.kernel.block_ids)
+
+        def fits(varying: Any) -> bool:
+            lo, hi = self.lk.facts.interval(sympy.expand(varying * itemsize))
+            return lo is not None and hi is not None and lo >= 0 and hi < 2**32 and self.lk.bits(varying) == 32
+
+        # the resource starts at the block's base (the terms with a block id, outside loops), so
+        # that the copies of a block share one resource across chunks and loop iterations; the
+        # rest (loop counters, constants, lanes) is the lane offset.  When that offset is not
+        # proved to fit 32 bits, every block-uniform term goes to the resource instead.
+        for in_base in (lambda t: self.uniform(t) and bool(t.free_symbols & blocks) and self.depth(t) == 0,
+                        lambda t: self.uniform(t) and not t.is_Number):
+            uniform = sympy.Add(*[t for t in terms if in_base(t)])
+            varying = sympy.Add(*[t for t in terms if not in_base(t)])
+            if fits(varying):
+                break
+        else:
             raise self.error(s, f"buffer.load of %{run.buffer.name}: the per-lane byte offset {varying}*{itemsize} is "
                              "not proved to fit 32 bits", hint="use the 'sync' atom (64-bit addresses) for this access")
         rsrc = self.resource(run.buffer, uniform)

@@ -128,8 +128,10 @@ def _touched(inst: Inst, assignment: dict[VirtualReg, int]) -> tuple[set[Phys], 
     for i, op in enumerate(inst.operands):
         if isinstance(op, RegRef):
             (later if returns and i in inst.defs else now).update(physical_regs(op, assignment))
-    if inst.cls in (InstClass.DS_READ, InstClass.DS_WRITE, InstClass.VMEM_LDS):
+    if inst.cls in (InstClass.DS_READ, InstClass.DS_WRITE):
         now.update(lds_granules(inst.lds))
+    if inst.cls is InstClass.VMEM_LDS:  # writes LDS when it completes, in order with the other vmcnt loads
+        later.update(lds_granules(inst.lds))
     return now, later
 
 

@@ -378,7 +378,8 @@ def _floors_to_floordiv(expr: sympy.Basic) -> sympy.Basic:
 
 
 def _assumption_facts(kernel: N.Kernel, facts: Facts) -> None:
-    """Divisors and lower bounds of sizes from ``predicate`` assumptions (``Eq(K % 64, 0)``, ``K >= 64``)."""
+    """Divisors and bounds of sizes from ``predicate`` assumptions (``Eq(K % 64, 0)``, ``K >= 64``,
+    ``K <= 2**20``)."""
     for a in kernel.assumptions:
         if a.kind != "predicate" or not isinstance(a.predicate, sympy.Basic):
             continue
@@ -403,6 +404,10 @@ def _assumption_facts(kernel: N.Kernel, facts: Facts) -> None:
                         lo, hi = facts.ranges[s]
                         bound = 1 - int(rest)
                         facts.ranges[s] = (max(lo or 0, bound), hi)
+                    elif coeff == -1 and isinstance(rest, sympy.Integer) and s in facts.ranges:  # K <= c
+                        lo, hi = facts.ranges[s]
+                        bound = int(rest) - 1
+                        facts.ranges[s] = (lo, bound if hi is None else min(hi, bound))
 
 
 # =========================================================================== lowered program
