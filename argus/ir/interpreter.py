@@ -767,7 +767,11 @@ class _BlockRun:
 
     def _fill(self, op: N.Op, dst: N.View, value: Any, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
         mem, addr, ok = self._access(op, dst, env, mask, lanes, write=True)
-        self._write(mem, addr, ok, np.full(int(ok.sum()), value), None)
+        tags = None
+        if getattr(op, "tail", False) and value == 0:  # the zero fill of out-of-range elements
+            n = int(ok.sum())
+            tags = (np.zeros((n, MAX_TAG_FIELDS), np.int64), np.full(n, _KNOWN_ZERO, np.int64), np.full(n, None, object))
+        self._write(mem, addr, ok, np.full(int(ok.sum()), value), tags)
 
     def _operand(self, op: N.Op, src: Any, env: dict, mask: np.ndarray, lanes: np.ndarray, ok: np.ndarray):
         if isinstance(src, N.View):
@@ -850,6 +854,24 @@ class _BlockRun:
                 element=coords[element], position=op.loc, op=op.kind))
 
         known_zero = counts == _KNOWN_ZERO
+        if op.zero_symbol is not None and op.equal_to is None:  # the predicate states known zeros itself
+            zero_env = self._logical_env(op.view, env, addr.shape)
+            flags = np.zeros(addr.shape, np.int64)
+            flags[ok] = known_zero
+            zero_env[op.zero_symbol] = flags
+            full_fields = np.zeros((*addr.shape, MAX_TAG_FIELDS), np.int64)
+            full_fields[ok] = np.where(known_zero[:, None], 0, fields)
+            for name, sym in op.tag_symbols:
+                zero_env[sym] = full_fields[..., int(name[1:])]
+            holds = np.broadcast_to(np.asarray(self._eval(op.predicate, zero_env), bool), addr.shape)[ok]
+            untagged = counts == _UNTAGGED
+            if untagged.any():
+                raise fail(int(np.flatnonzero(untagged)[0]), f"assertion on untagged (⊥) data of %{op.view.buffer.name}")
+            if not holds.all():
+                i = int(np.flatnonzero(~holds)[0])
+                what = "a known zero" if known_zero[i] else f"tag {tuple(int(v) for v in fields[i][:counts[i]])}"
+                raise fail(i, f"assert_tag failed: {what} of %{op.view.buffer.name}")
+            return
         if known_zero.any():  # a known zero satisfies any assertion about the element
             keep = np.zeros(ok.shape, bool)
             keep[ok] = ~known_zero

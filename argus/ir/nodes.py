@@ -194,8 +194,16 @@ class Copy(Op):
 
 @dataclass(frozen=True, kw_only=True)
 class Fill(Op):
+    """``dst[c] = value`` for every valid element.
+
+    ``tail``: the fill supplies the value of the elements a following copy leaves out because
+    they lie outside its source (``load(..., other=0)`` of a partial tile); with value 0 those
+    elements carry a *known zero* fact in the tag state (DESIGN.md, "Tag functions").
+    """
+
     dst: View
     value: float | int
+    tail: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -363,6 +371,9 @@ class AssertTag(Op):
     ``predicate`` is a sympy boolean over the view coordinate symbols and tag symbols
     ``tag_symbols`` (field name → symbol standing for that field of the element's tag).
     ``equal_to``: for ``assert_tag_eq``, the other view whose tags must be equal elementwise.
+    ``zero_symbol``, when the predicate mentions it, stands for 1 at an element that carries a
+    known-zero fact (a zero fill of an out-of-range element) and 0 elsewhere; a predicate that does
+    not mention it holds at known zeros (whatever it says about their tags).
     """
 
     view: View
@@ -370,6 +381,7 @@ class AssertTag(Op):
     tag_symbols: tuple[tuple[str, sympy.Symbol], ...] = ()
     equal_to: View | None = None
     message: str = ""
+    zero_symbol: sympy.Symbol | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

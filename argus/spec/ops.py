@@ -365,11 +365,12 @@ def _mask(*preds: Any) -> Any:
 
 
 def load(src: Tensor, *, other: float | int | None = 0, dtype: Any = None) -> Tensor:
-    """A register copy of ``src``; elements outside the tensor (partial tiles) read as ``other``."""
+    """A register copy of ``src``; elements outside the tensor (partial tiles) read as ``other``
+    (``other=0``: they carry a known-zero fact, see :func:`assert_tag`)."""
     dst = fragment(src.shape, src.dtype)
     builder = B.current()
     if other is not None and src.view.valid is not None:
-        builder.emit(N.Fill(dst=dst.view, value=other, loc=builder.position()))
+        builder.emit(N.Fill(dst=dst.view, value=other, tail=True, loc=builder.position()))
     copy(src, dst)
     return dst.to(dtype) if dtype is not None and dtype != src.dtype else dst
 
@@ -481,22 +482,36 @@ def tag(t: Tensor, fn: Callable[..., Any], name: str) -> None:
 
 def assert_tag(t: Tensor, pred: Callable[..., Any], message: str = "") -> None:
     """Every valid element of ``t`` satisfies ``pred(*coordinate, tag)``; ``tag`` is a tuple of
-    the element's tag fields (``tag[0]``, ``tag[1]``, ...)."""
+    the element's tag fields (``tag[0]``, ``tag[1]``, ...).
+
+    Elements zero-filled because they were out of range (a TMA box or cp.async past the tensor,
+    ``load(..., other=0)`` of a partial tile) carry a *known zero*: a predicate holds at them
+    unless it mentions ``tag.known_zero`` (true exactly at known zeros), which states the fact
+    itself, e.g. ``lambda i, tg: tg.known_zero`` for a tail that must be zero-filled."""
     builder = B.current()
     tag_syms = tuple(sympy.Symbol(f"tag_f{i}", integer=True) for i in builtins.range(8))
-    result = pred(*COORDS[: len(_coordinate_args(t))], _TagRecord(tag_syms))
+    record = _TagRecord(tag_syms)
+    result = pred(*COORDS[: len(_coordinate_args(t))], record)
     if isinstance(result, bool):
         result = sympy.true if result else sympy.false
+    zero = record.zero if isinstance(result, sympy.Basic) and record.zero in result.free_symbols else None
     builder.emit(N.AssertTag(view=t.view, predicate=result,
                              tag_symbols=tuple((f"f{i}", s) for i, s in enumerate(tag_syms)),
-                             message=message, loc=builder.position()))
+                             message=message, loc=builder.position(), zero_symbol=zero))
 
 
 class _TagRecord(tuple):
     """The symbolic tag of an element, compared as a tuple (``t == (i, k)`` builds a predicate)."""
 
+    zero = sympy.Symbol("tag_known_zero", integer=True, nonnegative=True)
+
     def __new__(cls, symbols: tuple[sympy.Symbol, ...]) -> _TagRecord:
         return super().__new__(cls, symbols)
+
+    @property
+    def known_zero(self) -> Any:
+        """True at an element zero-filled because it was out of range (a known-zero fact)."""
+        return sympy.Eq(self.zero, 1)
 
     def __eq__(self, other: Any) -> Any:  # type: ignore[override]
         other = other if isinstance(other, tuple) else (other,)

@@ -200,3 +200,27 @@ def wave64_collectives(x: A.Global(A.f32, "128"), rev: A.Global(A.f32, "128"), t
     s = A.warp_reduce(v, "add", lanes=64)
     A.assert_tag(s, lambda e, tag: tag == (t // 64,), "a wavefront's sum stays in its wavefront")
     A.store(s, total.tile((1,), (t,)))
+
+
+@A.kernel(threads=32)
+def partial_k_mma_sync(a: A.Global(A.bf16, "16 K"), b: A.Global(A.bf16, "8 K"), c: A.Global(A.f32, "16 8"),
+                       OTHER: A.const = 0, STATE_TAIL: A.const = "either"):
+    """C = A · Bᵀ over K < 32 in two k-blocks of 16 read straight from global memory: the second
+    k-block is partial, and ``load(..., other=0)`` fills its tail.  The filled elements carry a known
+    zero (with ``OTHER`` 0), so their products contribute nothing to the tags: k-agreement holds and
+    ``c[i, j]`` carries ``(i, j)``."""
+    A.tag(a, lambda i, k: (i, k), "A")
+    A.tag(b, lambda j, k: (j, k), "B")
+    K = a.shape[1]
+    acc = A.mma_fragment(SYNC, "c")
+    for kt in A.range(2, unroll=True):
+        fa = A.load(A.mma_partition(SYNC, "a", a.tile((16, 16), (0, kt))), other=OTHER)
+        fb = A.load(A.mma_partition(SYNC, "b", b.tile((8, 16), (0, kt))), other=OTHER)
+        if STATE_TAIL == "either":  # fragment coordinates, then the tag: its k, or a known zero
+            A.assert_tag(fa, lambda *ct: (ct[-1][1] < K) | ct[-1].known_zero, "k in range, or a known zero")
+        elif STATE_TAIL == "zero":  # planted: only the tail is a known zero
+            A.assert_tag(fa, lambda *ct: ct[-1].known_zero, "every element a known zero")
+        A.mma(SYNC, fa, fb, acc)
+    out = A.mma_partition(SYNC, "c", c)
+    A.store(acc, out)
+    A.assert_tag(out, lambda i, j, tg: tg == (i, j), "c[i, j] = row i of A · row j of B")

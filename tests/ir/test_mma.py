@@ -418,3 +418,47 @@ def test_wgmma_never_waited_for_is_reported_at_block_exit():
     v = err.value.violation
     assert v.kind == "async" and "still in flight when the block exits" in v.message and "wgmma_wait" in v.message
     assert v.position.line == _line(kernel.fn, "A.mma(spec, fa, fb, acc)")
+
+
+# --------------------------------------------------------------------------- known zeros
+
+
+def _violation(kernel, inputs, sizes, **consts):
+    with pytest.raises(InterpreterError) as err:
+        Interpreter(kernel.specialize(**consts)).run(inputs, sizes)
+    return err.value.violation
+
+
+def _partial_k_inputs(k: int):
+    rng = np.random.default_rng(k)
+    a, b = _random(rng, "bf16", (16, k)), _random(rng, "bf16", (8, k))
+    return {"a": a, "b": b, "c": np.zeros((16, 8), np.float32)}
+
+
+@pytest.mark.parametrize("k", [20, 17, 31])
+def test_load_tail_zero_fill_is_a_known_zero_for_mma_tags(k):
+    inputs = _partial_k_inputs(k)
+    out = Interpreter(K.partial_k_mma_sync.specialize()).run(inputs, {"K": k})["c"]
+    reference = inputs["a"].astype(np.float64) @ inputs["b"].astype(np.float64).T
+    assert np.all(np.abs(out - reference) <= numerics.mma_tolerance(inputs["a"], inputs["b"].T))
+
+
+def test_a_tail_filled_with_another_value_is_untagged():
+    v = _violation(K.partial_k_mma_sync, _partial_k_inputs(20), {"K": 20}, OTHER=1)
+    assert v.kind == "tag" and "untagged" in v.message
+    assert v.position.line == _line(K.partial_k_mma_sync, 'A.assert_tag(fa, lambda *ct: (ct[-1][1] < K)')
+    v = _violation(K.partial_k_mma_sync, _partial_k_inputs(20), {"K": 20}, OTHER=1, STATE_TAIL="")
+    assert v.kind == "tag" and "untagged" in v.message  # the filled products reach the accumulator
+    assert v.position.line == _line(K.partial_k_mma_sync, "A.assert_tag(out,")
+
+
+def test_an_assertion_can_state_known_zeros():
+    v = _violation(K.partial_k_mma_sync, _partial_k_inputs(20), {"K": 20}, STATE_TAIL="zero")
+    assert v.kind == "tag" and "assert_tag failed: tag (0, 0)" in v.message
+
+
+def test_known_zero_fills_are_printed():
+    from argus.ir.printer import print_kernel
+
+    text = print_kernel(K.partial_k_mma_sync.specialize())
+    assert "value=0 tail=True" in text and "value=0  #" in text  # the accumulator's fill is no tail
