@@ -24,6 +24,7 @@ contract it into FMAs the reference interpreter does not perform.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -321,16 +322,23 @@ class _Emitter:
                 self.emit(f"and.b{bits} {out}, {num}, {constant - 1};")
             return out
         den = self.value(b, bits)
-        if isinstance(expr, symbolic.TruncDiv):
-            self.emit(f"div.{t} {out}, {num}, {den};")
-            return out
-        if isinstance(expr, symbolic.TruncMod):
-            self.emit(f"rem.{t} {out}, {num}, {den};")
+        if isinstance(expr, (symbolic.TruncDiv, symbolic.TruncMod)):
+            # the truncating forms have a non-negative dividend (the lowering proved it): with a
+            # positive constant divisor the unsigned instruction is the same function, and
+            # ptxas turns it into a multiply-high where the signed 64-bit one is a subroutine call
+            unsigned = constant is not None and constant > 0
+            if unsigned and bits == 64:
+                return self._divide_u64_by_constant(num, constant, isinstance(expr, symbolic.TruncDiv))
+            kind = f"u{bits}" if unsigned else t
+            self.emit(f"{'div' if isinstance(expr, symbolic.TruncDiv) else 'rem'}.{kind} {out}, {num}, {den};")
             return out
         # floor forms: truncate, then correct where the remainder's sign differs from the divisor's
         q, r, fix = self.reg(cls), self.reg(cls), self.reg("pred")
-        self.emit(f"div.{t} {q}, {num}, {den};")
-        self.emit(f"rem.{t} {r}, {num}, {den};")
+        if bits == 64:
+            self._divrem_s64(num, den, q, r)
+        else:
+            self.emit(f"div.{t} {q}, {num}, {den};")
+            self.emit(f"rem.{t} {r}, {num}, {den};")
         if constant is not None and constant > 0:
             self.emit(f"setp.lt.{t} {fix}, {r}, 0;")
         else:
@@ -347,6 +355,47 @@ class _Emitter:
             self.emit(f"selp.{t} {out}, {den}, 0, {fix};")
             self.emit(f"add.{t} {out}, {r}, {out};")
         return out
+
+    def _divrem_s64(self, num: str, den: str, q: str, r: str) -> None:
+        """Truncating 64-bit ``q, r = num / den, num % den``, through 32-bit unsigned division
+        when both operands lie in ``[0, 2**31)`` at run time (where the two agree), which is
+        the common case of tile arithmetic whose bounds the lowering could not narrow; ptxas
+        lowers the 64-bit instructions to a subroutine call of a few hundred cycles."""
+        wide, small = self.reg("b64"), self.reg("pred")
+        n32, d32, q32, r32 = (self.reg("b32") for _ in range(4))
+        slow, done = self.label("div64"), self.label("div64_done")
+        self.emit(f"or.b64 {wide}, {num}, {den};")
+        self.emit(f"setp.lt.u64 {small}, {wide}, 2147483648;")
+        self.emit(f"@!{small} bra {slow};")
+        self.emit(f"cvt.u32.u64 {n32}, {num};")
+        self.emit(f"cvt.u32.u64 {d32}, {den};")
+        self.emit(f"div.u32 {q32}, {n32}, {d32};")
+        self.emit(f"rem.u32 {r32}, {n32}, {d32};")
+        self.emit(f"cvt.u64.u32 {q}, {q32};")
+        self.emit(f"cvt.u64.u32 {r}, {r32};")
+        self.emit(f"bra {done};")
+        self.place(slow)
+        self.emit(f"div.s64 {q}, {num}, {den};")
+        self.emit(f"rem.s64 {r}, {num}, {den};")
+        self.place(done)
+
+    def _divide_u64_by_constant(self, num: str, d: int, quotient: bool) -> str:
+        """``num // d`` or ``num % d`` for a non-negative 64-bit ``num`` and a constant ``d > 1``
+        that is not a power of two, by a multiply-high (ptxas calls a division subroutine).
+
+        With ``e = ceil(log2 d)`` and ``m = ceil(2**(63 + e) / d)`` (below ``2**64``),
+        ``floor(x * m / 2**(63 + e)) == x // d`` for every ``0 <= x < 2**63``: the error
+        ``m*d - 2**(63 + e)`` is below ``d <= 2**e``."""
+        m, e = u64_division_magic(d)
+        high, q = self.reg("b64"), self.reg("b64")
+        self.emit(f"mul.hi.u64 {high}, {num}, {m};")
+        self.emit(f"shr.u64 {q}, {high}, {e - 1};")
+        if quotient:
+            return q
+        product, r = self.reg("b64"), self.reg("b64")
+        self.emit(f"mul.lo.u64 {product}, {q}, {d};")
+        self.emit(f"sub.u64 {r}, {num}, {product};")
+        return r
 
     # ------------------------------------------------------------ predicates
     def predicate(self, cond: Any) -> str | bool:
@@ -521,7 +570,9 @@ class _Emitter:
                 while j < len(stmts) and isinstance(stmts[j], L.MmaStmt) and stmts[j].atom.family == "wgmma" \
                         and not stmts[j].asynchronous:
                     j += 1
-                self.wgmma_group(stmts[i:j])
+                committed = j < len(stmts) and isinstance(stmts[j], L.AsyncCommitStmt) \
+                    and stmts[j].group is N.HandleKind.WGMMA_GROUP
+                self.wgmma_group(stmts[i:j], own_commit=not committed)
                 i = j
                 continue
             self.stmt(s)
@@ -563,7 +614,8 @@ class _Emitter:
             case L.FenceStmt(fence=fence):
                 text = {"proxy.async": "fence.proxy.async.shared::cta;",
                         "mbarrier_init": "fence.mbarrier_init.release.cluster;",
-                        "acq_rel": "fence.acq_rel.cta;", "sc": "fence.sc.cta;"}.get(fence)
+                        "acq_rel": "fence.acq_rel.cta;", "sc": "fence.sc.cta;",
+                        "wgmma": "wgmma.fence.sync.aligned;"}.get(fence)
                 if text is None:
                     raise self.error(s, f"fence {fence!r} has no PTX lowering")
                 self.emit(text)
@@ -735,7 +787,21 @@ class _Emitter:
 
     def convert(self, s: L.ConvertStmt) -> None:
         src_t, dst_t = s.src_dtype, s.dst_dtype
-        for d, r in zip(s.dst, s.src):
+        if src_t.name == "f32" and dst_t.name in ("bf16", "f16") and not s.satfinite and s.rounding == "rn":
+            # pairs at once (cvt.rn.{bf16,f16}x2.f32: the first operand goes to the upper half),
+            # unpacked low half first: the packing a 16-bit store does next folds away
+            pairs = len(s.dst) // 2
+            for i in range(pairs):
+                packed = self.reg("b32")
+                lo, hi = s.src[2 * i], s.src[2 * i + 1]
+                self.emit(f"cvt.rn.{dst_t.name}x2.f32 {packed}, {self.frag(hi)}, {self.frag(lo)};")
+                self.emit(f"mov.b32 {{{self.frag(s.dst[2 * i])}, {self.frag(s.dst[2 * i + 1])}}}, {packed};")
+            if 2 * pairs == len(s.dst):
+                return
+            rest = [(s.dst[-1], s.src[-1])]
+        else:
+            rest = list(zip(s.dst, s.src))
+        for d, r in rest:
             if src_t == dst_t:
                 self.emit(f"mov{self.move_type(dst_t)} {self.frag(d)}, {self.frag(r)};")
                 continue
@@ -777,8 +843,15 @@ class _Emitter:
             return
         raise self.error(s, f"{spec.name} is not a PTX MMA atom")
 
-    def wgmma_group(self, group: Sequence[L.MmaStmt]) -> None:
-        """Synchronous wgmmas (no handle in the IR): one fence, the MMAs, one commit and wait 0."""
+    def wgmma_group(self, group: Sequence[L.MmaStmt], own_commit: bool = True) -> None:
+        """A run of wgmmas without handles in the IR: one fence, the MMAs, then one commit and
+        wait 0 of their own — unless the kernel's explicit ``wgmma_commit`` follows the run
+        (``own_commit=False``), whose group and later ``wgmma_wait`` complete them.
+
+        Either way each wgmma is preceded by a ``wgmma.fence`` with no register write in
+        between, the semantics the interpreter gives a wgmma without a handle; leaving the
+        completion to the explicit wait lets a group stay in flight across k-blocks
+        (``wgmma_wait(1)``), which is what keeps the tensor cores busy."""
         self.require_sm90(group[0], "wgmma")
         self.where(group[0])
         for s in group:
@@ -789,8 +862,9 @@ class _Emitter:
         for s in group:
             self.where(s)
             self.wgmma_issue(s)
-        self.emit("wgmma.commit_group.sync.aligned;")
-        self.emit("wgmma.wait_group.sync.aligned 0;")
+        if own_commit:
+            self.emit("wgmma.commit_group.sync.aligned;")
+            self.emit("wgmma.wait_group.sync.aligned 0;")
 
     def descriptor(self, operand: L.SharedOperand) -> str:
         from argus.layout_algebra.hopper import encode_wgmma_descriptor
@@ -896,6 +970,7 @@ class _Emitter:
         var = self.reg("b32" if bits == 32 else "b64")
         stop = self.value(s.stop, bits)
         self.emit(f"mov.b{bits} {var}, {self.value(s.start, bits)};")
+        self.hoist(s)
         uni = ".uni" if s.uniformity <= Uniformity.WARP else ""
         head, end = self.label("loop"), self.label("end")
         skip = self.reg("pred")
@@ -911,6 +986,26 @@ class _Emitter:
         self.emit(f"setp.lt.{t} {again}, {var}, {stop};")
         self.emit(f"@{again} bra{uni} {head};")
         self.place(end)
+
+    def hoist(self, s: L.Loop) -> None:
+        """Loop-invariant code motion for index arithmetic: every division, remainder, min and
+        max in the loop's body whose operands do not change in the loop is computed once,
+        here, in the enclosing scope (the body finds it there).  A persistent kernel's tile
+        coordinates, say, are divisions by run-time sizes: per tile, not per k-block.  Hoisting
+        is safe because integer division does not trap in PTX and the values are pure."""
+        exprs, bound = _loop_expressions(s.body)
+        bound.add(s.var)
+        defined = set(self.symbols) - bound
+        seen: set[Any] = set()
+        for expr in exprs:
+            for node in sympy.preorder_traversal(expr):
+                if not isinstance(node, _HOISTED) or node in seen:
+                    continue
+                seen.add(node)
+                free = node.free_symbols
+                if free and free <= defined:
+                    for bits in sorted({max(32, self.facts.bits(node)), 64}):
+                        self.value(node, bits)
 
     def branch(self, s: L.Branch) -> None:
         cond = self.predicate(s.cond)
@@ -1035,6 +1130,41 @@ class _Emitter:
         header.append("")
         text = "\n".join(header + body + ["}", ""])
         return text, tuple((kind, name) for kind, name, _ in params), dynamic
+
+
+def u64_division_magic(d: int) -> tuple[int, int]:
+    """``(m, e)`` with ``x // d == (x * m) >> (63 + e)`` for every ``0 <= x < 2**63`` (``d > 1``
+    not a power of two): ``e = ceil(log2 d)``, ``m = ceil(2**(63 + e) / d) < 2**64``."""
+    e = (d - 1).bit_length()
+    return -(-(1 << (63 + e)) // d), e
+
+
+_HOISTED = (symbolic.FloorDiv, symbolic.TruncDiv, symbolic.TruncMod, sympy.Mod, sympy.Min, sympy.Max)
+
+
+def _loop_expressions(stmts: Sequence[L.Stmt]) -> tuple[list[Any], set[sympy.Symbol]]:
+    """Every index expression and predicate in ``stmts`` (nested bodies included), and the
+    symbols bound inside them (loop counters, values read from index tensors)."""
+    exprs: list[Any] = []
+    bound: set[sympy.Symbol] = set()
+
+    def visit(x: Any) -> None:
+        if isinstance(x, sympy.Basic):
+            exprs.append(x)
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                visit(y)
+        elif dataclasses.is_dataclass(x) and type(x).__module__ == L.__name__:
+            if isinstance(x, L.Loop):
+                bound.add(x.var)
+            elif isinstance(x, L.ReadIndexStmt):
+                bound.add(x.result)
+            for f in dataclasses.fields(x):
+                if f.name != "op":
+                    visit(getattr(x, f.name))
+
+    visit(list(stmts))
+    return exprs, bound
 
 
 def _entry_name(kernel: N.Kernel) -> str:

@@ -315,6 +315,13 @@ class CompiledKernel:
         """Check the arguments and launch on the current torch stream (asynchronously)."""
         torch = _torch()
         driver = _driver()
+        key = _launch_key(self.kernel, args, kwargs)
+        cache = self.__dict__.setdefault("_launches", {})
+        if key is not None and key in cache:  # the same tensors, shapes and sizes: checked already
+            grid, pointers, keep, fn, ctx = cache[key]
+            if ctx == int(_check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent") or 0):
+                self._launch(driver, torch, fn, grid, pointers)
+                return
         bound = bind_arguments(self.kernel, args, kwargs)
         grid = self.grid(bound.sizes)
         if 0 in grid:
@@ -334,6 +341,13 @@ class CompiledKernel:
                 raw = encode_tensor_map(spec, bound.tensors[spec.param])
                 keep.append((ctypes.c_uint8 * 128).from_buffer_copy(raw))
         pointers = (ctypes.c_void_p * max(len(keep), 1))(*[ctypes.addressof(v) for v in keep])
+        if key is not None:
+            if len(cache) >= _LAUNCH_CACHE:
+                cache.pop(next(iter(cache)))
+            cache[key] = (grid, pointers, keep, fn, int(_current_context()))
+        self._launch(driver, torch, fn, grid, pointers)
+
+    def _launch(self, driver: Any, torch: Any, fn: Any, grid: tuple[int, int, int], pointers: Any) -> None:
         stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
         threads = self.kernel.launch.threads
         cluster = self.kernel.launch.cluster
@@ -352,4 +366,25 @@ class CompiledKernel:
         else:
             _check(driver.cuLaunchKernel(fn, *grid, threads, 1, 1, self.ptx.dynamic_shared_bytes, stream,
                                          ctypes.addressof(pointers), 0), "cuLaunchKernel")
-        del keep
+
+
+_LAUNCH_CACHE = 8
+"""Argument sets per compiled kernel whose checked parameter buffers are kept for reuse."""
+
+
+def _launch_key(kernel: N.Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What the launch checks and parameters depend on: each tensor's address, shape, strides
+    and type, and the index values.  ``None`` (no reuse) when an assumption reads tensor
+    contents (``ids_in_range``, ``monotone``) or an argument is not a plain tensor or number."""
+    if any(a.kind in ("ids_in_range", "monotone") for a in kernel.assumptions):
+        return None
+    key: list[Any] = []
+    for value in (*args, *(kwargs[k] for k in sorted(kwargs))):
+        if hasattr(value, "data_ptr") and hasattr(value, "stride"):
+            key.append((value.data_ptr(), tuple(value.shape), tuple(value.stride()), str(value.dtype),
+                        str(value.device)))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            key.append(value)
+        else:
+            return None
+    return (tuple(key), tuple(sorted(kwargs)))

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 import sympy
 
+import argus.spec as A
 from argus.backend_ptx import PtxError, emit_ptx
 from argus.backend_ptx.assemble import build_cubin, disassemble
 from argus.ir import lowering as L
+from argus.layout_algebra.hopper import SwizzleMode
 from argus.spec.kernel import Kernel, kernel_hash
 from argus.toolchain import find_ptxas
 
@@ -86,14 +88,47 @@ def test_hopper_atoms_are_refused_for_sm_80():
         emit_ptx(_kernel("gemm_tma_wgmma"), "sm_80")
 
 
-def test_synchronous_wgmmas_share_one_fence_commit_and_wait():
+def test_wgmmas_before_an_explicit_commit_leave_completion_to_the_kernels_wait():
     ptx = emit_ptx(_kernel("gemm_tma_wgmma"), "sm_90a").text
     # four K steps per stage, in both loops of the pipeline (steady state and drain)
     assert ptx.count("wgmma.mma_async") == 8
     assert ptx.count("wgmma.fence.sync.aligned;") == 2
-    # the backend's own wait after each synchronous group, and the example's explicit
-    # wgmma_commit / wgmma_wait(0) before the stage is released (both loops)
-    assert ptx.count("wgmma.wait_group.sync.aligned 0;") == 4
+    # the example's own wgmma_commit / wgmma_wait(0) complete the group (both loops): the
+    # backend adds no commit or wait of its own
+    assert ptx.count("wgmma.commit_group.sync.aligned;") == 2
+    assert ptx.count("wgmma.wait_group.sync.aligned 0;") == 2
+    for body in ptx.split("wgmma.fence.sync.aligned;")[1:]:
+        issue = body.split("wgmma.commit_group")[0]
+        assert issue.count("wgmma.mma_async") == 4 and "wait_group" not in issue
+
+
+SWIZZLE_128B = SwizzleMode.B128.element_swizzle(2)
+
+
+@A.kernel(threads=128, grid=lambda: (1,))
+def one_tile(a: A.Global(A.bf16, "M K"), b: A.Global(A.bf16, "N K"), c: A.Global(A.f32, "M N")):
+    """One 64x64 tile: four wgmmas with no explicit commit (the backend completes them)."""
+    sa = A.shared(A.bf16, (64, 64), swizzle=SWIZZLE_128B)
+    sb = A.shared(A.bf16, (64, 64), swizzle=SWIZZLE_128B)
+    bar = A.mbarrier(1)
+    A.mbarrier_init(bar)
+    A.arrive_expect_tx(bar, A.transaction_bytes(sa) + A.transaction_bytes(sb))
+    A.tma_load(a.tile((64, 64), (0, 0)), sa, bar)
+    A.tma_load(b.tile((64, 64), (0, 0)), sb, bar)
+    A.wait(bar, phase=0)
+    acc = A.mma_fragment("wgmma.m64n64k16.bf16", "c")
+    for ks in A.range(4, unroll=True):
+        A.mma("wgmma.m64n64k16.bf16", sa.tile((64, 16), (0, ks)), sb.tile((64, 16), (0, ks)), acc)
+    A.store(acc, A.mma_partition("wgmma.m64n64k16.bf16", "c", c.tile((64, 64), (0, 0))))
+
+
+def test_wgmmas_without_a_commit_get_their_own_fence_commit_and_wait():
+    ptx = emit_ptx(one_tile.specialize(), "sm_90a").text
+    _, rest = ptx.split("wgmma.fence.sync.aligned;")
+    assert rest.count("wgmma.mma_async") == 4
+    tail = rest.split("wgmma.mma_async")[-1]
+    assert "wgmma.commit_group.sync.aligned;" in tail and "wgmma.wait_group.sync.aligned 0;" in tail
+    assert tail.index("wait_group") < tail.index("st.global")
 
 
 def test_predicates_guard_loads_and_tail_elements():
@@ -126,7 +161,21 @@ def test_floor_division_keeps_its_sign_correction_where_the_dividend_may_be_nega
     before = len(emitter.lines)
     emitter.value(lowered.facts.truncating(symbolic.FloorDiv(tid + 7, 3)), 32)
     trunc_code = "\n".join(emitter.lines[before:])
-    assert "div.s32" in trunc_code and "selp" not in trunc_code  # proved non-negative: plain div
+    assert "div.u32" in trunc_code and "selp" not in trunc_code  # proved non-negative: plain unsigned div
     before = len(emitter.lines)
     emitter.value(sympy.Mod(tid - 7, 16), 32)
     assert "and.b32" in "\n".join(emitter.lines[before:])  # power of two: a mask is floor modulo
+
+
+@pytest.mark.parametrize("d", [3, 5, 6, 7, 132, 1000003, 2**40 + 3])
+def test_unsigned_64_bit_division_by_a_constant_is_a_multiply_high(d):
+    import random
+
+    from argus.backend_ptx.emit import u64_division_magic
+
+    m, e = u64_division_magic(d)
+    assert 0 < m < 2**64
+    rng = random.Random(d)
+    for x in [0, 1, d - 1, d, d + 1, 2**63 - 1, 2**63 - d] + [rng.randrange(2**63) for _ in range(2000)]:
+        assert ((x * m) >> 64) >> (e - 1) == x // d
+

@@ -1,0 +1,1 @@
+"""Tuned kernels written in the argus DSL (``argus.kernels.gemm``: the Hopper GEMM)."""

@@ -1,0 +1,248 @@
+"""Persistent, warp-specialized Hopper GEMM: ``C = act(A · Bᵀ + bias)``.
+
+``A`` is ``M x K`` and ``B`` is ``N x K``, both K-contiguous (``torch.matmul(a, b.T)``), in bf16 or
+fp16; accumulation is fp32; ``C`` is ``M x N`` in bf16, fp16 or fp32.  The kernel is written in
+the DSL and specialized by ``const`` parameters:
+
+* ``BN`` (the block tile is ``128 x BN``; each of the two consumer warpgroups owns 64 rows and
+  issues ``wgmma.m64n{BN}k16``), ``BK`` (64: one 128-byte swizzle row of 16-bit elements),
+  ``STAGES`` (shared-memory ring depth), ``GROUP_M`` (tile-order grouping) and ``SMS`` (the
+  number of persistent blocks, normally the device's SM count).
+
+Structure (384 threads, three warpgroups):
+
+* **Scheduler.**  Block ``p`` visits tiles ``p, p + SMS, p + 2·SMS, ...`` of the
+  ``cdiv(M, 128) x cdiv(N, BN)`` tile grid, in grouped order: tiles are numbered down columns
+  of ``GROUP_M`` tile rows, so consecutive blocks share A rows and B columns in L2.  The
+  map tile number → ``(tm, tn)`` is a bijection on the valid tiles (the last group is
+  ``min(GROUP_M, tiles_m - first)`` rows high).
+* **Producer** (warpgroup 0, ``setmaxnreg`` 40).  One thread streams k-blocks of every tile the
+  block visits through a ``STAGES``-deep ring: wait until stage ``s = it % STAGES`` is empty
+  (phase ``it // STAGES - 1``; the first round passes on the initial phase), declare the
+  stage's bytes on ``full[s]`` and issue two TMA loads into 128B-swizzled shared memory.
+  ``it`` counts k-blocks over all the block's tiles, so the ring runs ahead across tile
+  boundaries and the next tile's loads overlap the current tile's epilogue.  Edges of M, N
+  and K arrive zero-filled (TMA bounds).
+* **Consumers** (warpgroups 1 and 2, ``setmaxnreg`` 232).  Per k-block: wait for ``full[s]``,
+  issue ``BK / 16`` wgmmas on the stage, commit, then ``wgmma_wait(1)`` — the previous
+  k-block's group retired — and release the previous stage.  One group stays in flight, so
+  tensor cores never wait on the release.  After the last k-block: ``wgmma_wait(0)``, release,
+  and the epilogue (bias, activation, conversion, predicated vector stores from registers).
+
+Invariants (tags and assertions): ``a`` carries ``(i, k)`` and ``b`` ``(j, k)``; when its wait
+returns, stage ``s`` holds k-block ``kt`` of the current tile for both operands (asserted on the
+tile's interior); every wgmma pairs A and B elements of equal ``k`` (the MMA semantics); the
+accumulator element stored at ``c[i, j]`` carries ``(i, j)``.
+
+Assumptions: ``K`` and ``N`` are multiples of 8 (16-byte row pitch: TMA's stride rule and the
+vector epilogue); M, N and K need not be multiples of the tile.
+"""
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import sympy
+from sympy import Eq
+
+import argus.spec as A
+from argus import symbolic
+from argus.errors import ArgusError
+from argus.layout_algebra.hopper import SwizzleMode
+
+__all__ = ["ACTIVATIONS", "CANDIDATES", "GemmConfig", "GemmError", "gemm_kernel", "tile_of"]
+
+BM = 128  # two consumer warpgroups x 64 rows
+ACTIVATIONS = (None, "relu")
+_DTYPES = {"bf16": A.bf16, "f16": A.f16, "f32": A.f32}
+
+
+class GemmError(ArgusError):
+    """A GEMM configuration argus does not build (with a hint)."""
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """One specialization the autotuner may pick (the kernel's ``const`` parameters)."""
+
+    BN: int = 256
+    BK: int = 64
+    STAGES: int = 4
+    GROUP_M: int = 8
+
+    def consts(self) -> dict[str, int]:
+        return {"BN": self.BN, "BK": self.BK, "STAGES": self.STAGES, "GROUP_M": self.GROUP_M}
+
+    def shared_bytes(self, itemsize: int = 2) -> int:
+        return self.STAGES * (BM + self.BN) * self.BK * itemsize
+
+
+CANDIDATES = (
+    GemmConfig(BN=256, STAGES=4, GROUP_M=8),
+    GemmConfig(BN=256, STAGES=3, GROUP_M=8),
+    GemmConfig(BN=256, STAGES=4, GROUP_M=16),
+    GemmConfig(BN=192, STAGES=5, GROUP_M=8),
+    GemmConfig(BN=128, STAGES=6, GROUP_M=8),
+)
+"""The autotuner's search space: every entry fits 227 KB of shared memory and 232 registers."""
+
+
+def tile_of(t: Any, tiles_m: Any, tiles_n: Any, group_m: int) -> tuple[Any, Any]:
+    """``(tm, tn)`` of tile number ``t`` in grouped order (columns of ``group_m`` tile rows).
+
+    Works on ints (host-side checks) and on index expressions (inside the kernel)."""
+    if isinstance(t, int) and isinstance(tiles_m, int) and isinstance(tiles_n, int):
+        div, mod, smaller = (lambda x, y: x // y), (lambda x, y: x % y), min
+    else:
+        div, mod, smaller = symbolic.floordiv, symbolic.mod, sympy.Min
+    per_group = group_m * tiles_n
+    first = div(t, per_group) * group_m
+    height = smaller(tiles_m - first, group_m)
+    r = mod(t, per_group)
+    return first + mod(r, height), div(r, height)
+
+
+def _check(in_dtype: str, out_dtype: str, activation: str | None) -> None:
+    if in_dtype not in ("bf16", "f16"):
+        raise GemmError(f"gemm inputs of {in_dtype!r} are not supported", hint="use 'bf16' or 'f16'")
+    if out_dtype not in _DTYPES:
+        raise GemmError(f"gemm output of {out_dtype!r} is not supported", hint="use 'bf16', 'f16' or 'f32'")
+    if activation not in ACTIVATIONS:
+        raise GemmError(f"activation {activation!r} is not supported", hint=f"use one of {ACTIVATIONS}")
+
+
+@functools.cache
+def gemm_kernel(in_dtype: str = "bf16", out_dtype: str = "bf16", bias: bool = False,
+                activation: str | None = None) -> A.Kernel:
+    """The GEMM kernel for one operand/result type pair and epilogue (specialize it with
+    :meth:`GemmConfig.consts` and ``SMS``)."""
+    _check(in_dtype, out_dtype, activation)
+    tin, tout = _DTYPES[in_dtype], _DTYPES[out_dtype]
+    grid = lambda SMS: (SMS,)  # noqa: E731
+    assume = lambda K, N: [Eq(K % 8, 0), Eq(N % 8, 0), K >= 1]  # noqa: E731
+    name = f"gemm_{in_dtype}_{out_dtype}" + ("_bias" if bias else "") + (f"_{activation}" if activation else "")
+    if bias:
+        def gemm(a: A.Global(tin, "M K"), b: A.Global(tin, "N K"), c: A.Global(tout, "M N"),
+                 bias: A.Global(A.f32, "N"), BN: A.const = 256, BK: A.const = 64, STAGES: A.const = 4,
+                 GROUP_M: A.const = 8, SMS: A.const = 132, RELEASE: A.const = "warpgroups"):
+            _traced_body()(a, b, c, bias, BN, BK, STAGES, GROUP_M, SMS, RELEASE, in_dtype, tout, activation)
+    else:
+        def gemm(a: A.Global(tin, "M K"), b: A.Global(tin, "N K"), c: A.Global(tout, "M N"),
+                 BN: A.const = 256, BK: A.const = 64, STAGES: A.const = 4, GROUP_M: A.const = 8,
+                 SMS: A.const = 132, RELEASE: A.const = "warpgroups"):
+            _traced_body()(a, b, c, None, BN, BK, STAGES, GROUP_M, SMS, RELEASE, in_dtype, tout, activation)
+    gemm.__name__ = gemm.__qualname__ = name
+    return A.kernel(threads=384, grid=grid, assume=assume)(gemm)
+
+
+def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, in_dtype, tout, activation):
+    """The kernel body shared by every variant (traced inside the variant's kernel)."""
+    swizzle = SwizzleMode.B128.element_swizzle(2)
+    tin = _DTYPES[in_dtype]
+    atom = f"wgmma.m64n{BN}k16.{in_dtype}"
+    A.tag(a, lambda i, k: (i, k), "A")
+    A.tag(b, lambda j, k: (j, k), "B")
+    M, K = a.shape
+    N = b.shape[0]
+    tiles_m, tiles_n = A.cdiv(M, BM), A.cdiv(N, BN)
+    nk = A.cdiv(K, BK)
+    pid = A.block_id(0)
+    mine = A.cdiv(tiles_m * tiles_n - pid, SMS)  # tiles pid, pid + SMS, ... (grid = SMS blocks)
+    sa = A.shared(tin, (STAGES, BM, BK), swizzle=swizzle)
+    sb = A.shared(tin, (STAGES, BN, BK), swizzle=swizzle)
+    full = A.mbarrier(1, stages=STAGES)
+    empty = A.mbarrier(256 if RELEASE == "threads" else 1, stages=STAGES)
+    A.mbarrier_init(full, empty)
+    with A.warp_role("producer", warps=range(0, 4), registers=40):
+        for i in A.range(mine):
+            tm, tn = tile_of(pid + i * SMS, tiles_m, tiles_n, GROUP_M)
+            for kt in A.range(nk):
+                it = i * nk + kt
+                s = it % STAGES
+                A.wait(empty[s], phase=it // STAGES - 1, elected=0)
+                A.arrive_expect_tx(full[s], A.transaction_bytes(sa[s]) + A.transaction_bytes(sb[s]))
+                A.tma_load(a.tile((BM, BK), (tm, kt)), sa[s], full[s])
+                A.tma_load(b.tile((BN, BK), (tn, kt)), sb[s], full[s])
+    with A.warp_role("consumer", warps=range(4, 12), registers=232):
+        wg = A.warpgroup_id() - 1  # this consumer's 64 rows of the block tile
+        for j in A.range(mine):
+            cm, cn = tile_of(pid + j * SMS, tiles_m, tiles_n, GROUP_M)
+            acc = A.mma_fragment(atom, "c")
+            for kc in A.range(nk):
+                jt = j * nk + kc
+                sc = jt % STAGES
+                A.wait(full[sc], phase=jt // STAGES)
+                if (cm + 1) * BM <= M and (kc + 1) * BK <= K:
+                    A.assert_tag(sa[sc], lambda _s, r, k, tg, cm=cm, kc=kc: tg == (cm * BM + r, kc * BK + k),
+                                 "stage holds k-block kt of A")
+                if (cn + 1) * BN <= N and (kc + 1) * BK <= K:
+                    A.assert_tag(sb[sc], lambda _s, r, k, tg, cn=cn, kc=kc: tg == (cn * BN + r, kc * BK + k),
+                                 "stage holds k-block kt of B")
+                for ks in A.range(BK // 16, unroll=True):
+                    A.mma(atom, sa[sc].tile((64, 16), (wg, ks)), sb[sc].tile((BN, 16), (0, ks)), acc)
+                A.wgmma_commit()
+                A.wgmma_wait(1)  # the previous k-block's wgmmas retired: its stage may be refilled
+                if kc > 0:
+                    _release(empty[(jt - 1) % STAGES], RELEASE)
+            A.wgmma_wait(0)
+            _release(empty[(j * nk + nk - 1) % STAGES], RELEASE)
+            out = A.mma_partition(atom, "c", c.tile((BM, BN), (cm, cn)).tile((64, BN), (wg, 0)))
+            if bias_t is not None:
+                row = A.mma_partition(atom, "c", _broadcast_rows(bias_t, M).tile((BM, BN), (cm, cn))
+                                      .tile((64, BN), (wg, 0)))
+                acc = acc + A.load(row, dtype=A.f32)
+            if activation == "relu":
+                acc = A.maximum(acc, 0.0)
+            result = acc if tout is A.f32 else A.convert(acc, tout)
+            if (cm + 1) * BM <= M and (cn + 1) * BN <= N:
+                A.store(result, _unmasked(out))  # an interior tile: no element needs a bounds predicate
+            else:
+                A.store(result, out)
+            if bias_t is None and activation is None:  # an epilogue's arithmetic drops the tags
+                A.assert_tag(out, lambda r, col, tg: tg == (r, col), "c[i, j] = row i of A · row j of B")
+
+
+def _release(stage: Any, how: str) -> None:
+    """The consumers give a stage back to the producer once their wgmmas reading it retired.
+
+    ``"threads"``: each of the 256 consumer threads arrives (the barrier counts 256).
+    ``"warpgroups"``: the consumer threads meet at named barrier 1 — every thread's
+    ``wgmma_wait`` happens before it — and one thread arrives (the barrier counts 1)."""
+    if how == "threads":
+        A.arrive(stage)
+    elif how == "warpgroups":
+        A.named_barrier(1, 256)
+        A.arrive(stage, elected=128)
+    else:
+        raise GemmError(f"RELEASE={how!r}: use 'threads' or 'warpgroups'")
+
+
+@functools.cache
+def _traced_body() -> Any:
+    """``_gemm_body`` with its run-time ``if`` statements rewritten into traced branches."""
+    from argus.spec import ops
+    from argus.spec.rewrite import rewrite_kernel_body
+
+    return rewrite_kernel_body(_gemm_body, ops.REWRITE_HELPERS)
+
+
+def _unmasked(t: Any) -> Any:
+    """``t`` without its validity predicate: for a tile the enclosing branch proved interior
+    (the bounds are then obligations of the verifier instead of run-time predicates)."""
+    from argus.ir import nodes as N
+    from argus.spec.tensor import Tensor
+
+    v = t.view
+    return Tensor(N.View(v.buffer, v.layout, v.offset, v.coord_symbols, v.coords, None, v.swizzle))
+
+
+def _broadcast_rows(vector: Any, rows: Any) -> Any:
+    """The ``rows x N`` view of an ``N`` vector in which every row is the vector (row stride 0)."""
+    from argus.ir import nodes as N
+    from argus.layout_algebra import Layout
+    from argus.spec.tensor import COORDS, Tensor
+
+    (n,) = vector.shape
+    view = vector.view
+    return Tensor(N.View(view.buffer, Layout((rows, n), (0, 1)), view.offset, COORDS[:2], (COORDS[1],), None,
+                         view.swizzle))

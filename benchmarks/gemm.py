@@ -1,0 +1,383 @@
+"""argus's Hopper GEMM (``argus.kernels.gemm``) against ``torch.matmul`` (cuBLAS) on one GPU.
+
+Two steps, so that the GPU machine needs neither solvers nor an assembler nor minutes of
+lowering:
+
+    python benchmarks/gemm.py prepare build/gemm            # here: PTX + cubins of every candidate
+    python benchmarks/gemm.py run build/gemm --out OUT       # on the GPU machine
+
+``prepare`` specializes every candidate of the autotuner (``argus.kernels.gemm.CANDIDATES``)
+and the epilogue variants, emits sm_90a PTX, assembles it with ptxas and saves the module, the
+cubin and a manifest (PTX hash, ptxas report, what the gate says here).
+
+``run`` goes through the gate for each specialization: one with a proof record is built by
+``argus.compile`` (the gated user path); one without is reported as refused by the gate and
+run through the backend's internal API with the cubin prepared here — a measurement of the
+backend, not a user path.  Then, in one process:
+
+1. correctness of every variant on fresh random normal inputs (outputs poisoned with NaN) at
+   odd shapes and at every benchmarked shape, against a float64 reference, with torch's own
+   error on the same inputs beside it;
+2. the autotuner: every candidate timed at every shape (short runs), best recorded per shape;
+3. the benchmark: the best candidate and ``torch.matmul(a, b.T)`` interleaved by
+   :func:`argus.runtime.timing.benchmark` (warm-up, L2 flushed before every timed call,
+   rotating inputs, median of >= 50 runs), TFLOP/s and the ratio.
+
+Results go to ``OUT/gemm.json`` (written after every step) and a table on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import pickle
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+H200_SMS = 132
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096), (16384, 4096, 4096), (2048, 2048, 2048),
+          (128, 14336, 4096)]
+"""(M, N, K) of the benchmark: C[M, N] = A[M, K] · B[N, K]ᵀ."""
+ODD_SHAPES = [(200, 136, 72), (1000, 520, 264), (77, 1000, 1032), (1537, 2056, 1000), (128, 8, 8), (3000, 264, 4104)]
+"""Shapes that are not multiples of the tile in M, N or K (N and K multiples of 8: TMA's 16-byte pitch)."""
+
+# variant name -> (input dtype, output dtype, bias, activation); "main" is autotuned and timed
+VARIANTS = {
+    "main": ("bf16", "bf16", False, None),
+    "f32_out": ("bf16", "f32", False, None),
+    "f16": ("f16", "f16", False, None),
+    "bias_relu": ("bf16", "bf16", True, "relu"),
+}
+TOLERANCE = {"f32": 2e-5, "bf16": 8e-3, "f16": 2e-3}
+"""Relative Frobenius error vs float64 allowed per output type: fp32 accumulation (K up to
+16k) and one final rounding to the output type."""
+
+
+def _specializations() -> list[tuple[str, str, dict]]:
+    """(key, variant, consts) of everything ``prepare`` builds."""
+    from argus.kernels.gemm import CANDIDATES, GemmConfig
+
+    out = []
+    for i, cfg in enumerate(CANDIDATES):
+        out.append((f"main_c{i}", "main", cfg.consts()))
+    out.append(("main_c0_threads", "main", {**CANDIDATES[0].consts(), "RELEASE": "threads"}))
+    for variant in VARIANTS:
+        if variant != "main":
+            out.append((f"{variant}_c0", variant, GemmConfig().consts()))
+    return out
+
+
+def _kernel(variant: str):
+    from argus.kernels.gemm import gemm_kernel
+
+    return gemm_kernel(*VARIANTS[variant])
+
+
+# --------------------------------------------------------------------------- prepare (no GPU)
+
+
+def prepare(directory: Path, only: list[str]) -> None:
+    from argus.backend_ptx.assemble import build_cubin
+    from argus.backend_ptx.emit import emit_ptx
+    from argus.runtime.gate import VerificationRequired, require_proof
+    from argus.spec.kernel import kernel_hash
+
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "manifest.json"
+    manifest = json.loads(path.read_text()) if path.exists() else {}
+    for key, variant, consts in _specializations():
+        if only and key not in only:
+            continue
+        start = time.time()
+        specialized = _kernel(variant).specialize(**consts, SMS=H200_SMS)
+        try:
+            require_proof(specialized, verify=False)
+            gate = "proved (record found)"
+        except VerificationRequired as refusal:
+            gate = f"refused: {str(refusal).splitlines()[0]}"
+        ptx = emit_ptx(specialized, "sm_90a", root=str(ROOT))
+        cubin = build_cubin(ptx, kernel_hash(specialized))
+        (directory / f"{key}.cubin").write_bytes(cubin.image)
+        (directory / f"{key}.ptx").write_text(ptx.text)
+        (directory / f"{key}.pickle").write_bytes(pickle.dumps(ptx))
+        report = [line.strip() for line in cubin.log.splitlines() if "registers" in line or "spill" in line]
+        manifest[key] = {"variant": variant, "consts": consts, "sms": H200_SMS, "kernel_hash": kernel_hash(specialized),
+                         "ptx_sha256": hashlib.sha256(ptx.text.encode()).hexdigest(), "tool": cubin.tool,
+                         "gate_here": gate, "ptxas": report, "shared_bytes": ptx.dynamic_shared_bytes}
+        print(f"{key:14s} {consts} {cubin.tool} {report} {time.time() - start:5.1f} s", flush=True)
+        path.write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+# --------------------------------------------------------------------------- run (GPU)
+
+
+def _compiled(directory: Path, key: str, entry: dict, sms: int):
+    """(kernel, how it passed the gate): through ``argus.compile`` when a proof record exists,
+    else through the backend's internal API with the module and cubin prepared here."""
+    from argus.backend_ptx.assemble import Cubin, build_cubin
+    from argus.backend_ptx.emit import emit_ptx
+    from argus.runtime import CompiledKernel, VerificationRequired, compile
+    from argus.runtime.gate import require_proof
+    from argus.spec.kernel import kernel_hash
+
+    kernel = _kernel(entry["variant"])
+    specialized = kernel.specialize(**entry["consts"], SMS=sms)
+    try:
+        require_proof(specialized, verify=False)
+        return compile(kernel, **entry["consts"], SMS=sms), "proved (proof record); argus.compile"
+    except VerificationRequired as refusal:
+        gate = f"gate: refused ({str(refusal).splitlines()[0][:160]}), timed through the backend API"
+    if sms != entry["sms"] or kernel_hash(specialized) != entry["kernel_hash"]:
+        ptx = emit_ptx(specialized, "sm_90a", root=str(ROOT))  # another SM count: build here
+        return CompiledKernel(specialized, None, ptx, build_cubin(ptx, kernel_hash(specialized))), gate + "; built here"
+    # the same IR after policies (kernel hash): the module emitted from it when preparing
+    ptx = pickle.loads((directory / f"{key}.pickle").read_bytes())
+    assert hashlib.sha256(ptx.text.encode()).hexdigest() == entry["ptx_sha256"]
+    cubin = Cubin((directory / f"{key}.cubin").read_bytes(), entry["ptx_sha256"], entry["tool"], "", True)
+    return CompiledKernel(specialized, None, ptx, cubin), gate + f"; prepared cubin ({entry['tool']})"
+
+
+def _torch_dtype(name: str):
+    import torch
+
+    return {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[name]
+
+
+def _inputs(variant: str, shape: tuple[int, int, int], seed: int) -> dict:
+    import torch
+
+    tin, tout, bias, _ = VARIANTS[variant]
+    m, n, k = shape
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    args = {"a": torch.randn(m, k, device="cuda", generator=g).to(_torch_dtype(tin)),
+            "b": torch.randn(n, k, device="cuda", generator=g).to(_torch_dtype(tin)),
+            "c": torch.full((m, n), float("nan"), device="cuda", dtype=_torch_dtype(tout))}
+    if bias:
+        args["bias"] = torch.randn(n, device="cuda", generator=g)
+    return args
+
+
+def _torch_gemm(variant: str, args: dict):
+    import torch
+
+    _, tout, bias, activation = VARIANTS[variant]
+    out = torch.matmul(args["a"], args["b"].t())
+    if bias:
+        out = out + args["bias"].to(out.dtype)
+    if activation == "relu":
+        out = torch.relu(out)
+    return out.to(_torch_dtype(tout))
+
+
+def _reference(variant: str, args: dict):
+    import torch
+
+    _, _, bias, activation = VARIANTS[variant]
+    ref = args["a"].double() @ args["b"].double().t()
+    if bias:
+        ref = ref + args["bias"].double()
+    if activation == "relu":
+        ref = torch.relu(ref)
+    return ref
+
+
+def _launch(compiled, variant: str, args: dict) -> None:
+    if VARIANTS[variant][2]:
+        compiled(args["a"], args["b"], args["c"], args["bias"])
+    else:
+        compiled(args["a"], args["b"], args["c"])
+
+
+def _check(compiled, variant: str, shape: tuple[int, int, int], seed: int) -> dict:
+    import torch
+
+    args = _inputs(variant, shape, seed)
+    _launch(compiled, variant, args)
+    torch.cuda.synchronize()
+    out = args["c"]
+    ref = _reference(variant, args)
+    mine = _torch_gemm(variant, args)
+    norm = ref.norm().item() or 1.0
+    rel = (out.double() - ref).norm().item() / norm
+    rel_torch = (mine.double() - ref).norm().item() / norm
+    nan = int(torch.isnan(out).sum().item())
+    tol = TOLERANCE[VARIANTS[variant][1]]
+    ok = nan == 0 and rel <= tol
+    return {"variant": variant, "shape": list(shape), "ok": ok, "rel_err": rel, "torch_rel_err": rel_torch,
+            "max_abs_err": float((out.double() - ref).abs().max().item()),
+            "torch_max_abs_err": float((mine.double() - ref).abs().max().item()), "nan": nan, "tolerance": tol}
+
+
+def _envelope(results: dict) -> dict:
+    import subprocess
+
+    import torch
+
+    info = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "command": " ".join(sys.argv),
+            "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
+            "sms": torch.cuda.get_device_properties(0).multi_processor_count}
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm",
+                              "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
+        info["nvidia_smi"] = smi.stdout.strip()
+    except Exception as err:  # reported, not fatal
+        info["nvidia_smi"] = str(err)
+    return {"info": info, **results}
+
+
+def run(directory: Path, out: Path, repeat: int, tune_repeat: int, skip_tune: bool) -> None:
+    import torch
+
+    from argus.runtime.timing import benchmark
+
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("ARGUS_CACHE_DIR", "/tmp/argus-cache")
+    manifest = json.loads((directory / "manifest.json").read_text())
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    results: dict = {"gate": {}, "checks": [], "autotune": {}, "benchmark": []}
+
+    def save() -> None:
+        (out / "gemm.json").write_text(json.dumps(_envelope(results), indent=1) + "\n")
+
+    compiled = {}
+    for key, entry in manifest.items():
+        compiled[key], results["gate"][key] = _compiled(directory, key, entry, sms)
+        print(f"{key:14s} {results['gate'][key]}", flush=True)
+    save()
+
+    # 1. correctness: every variant at the odd shapes, the default candidate at every benchmarked shape
+    for key, entry in manifest.items():
+        shapes = ODD_SHAPES if entry["variant"] != "main" or key != "main_c0" else ODD_SHAPES + SHAPES
+        if entry["variant"] == "main" and key != "main_c0":
+            shapes = ODD_SHAPES[:2]
+        for i, shape in enumerate(shapes):
+            r = _check(compiled[key], entry["variant"], shape, seed=100 + i)
+            r["key"] = key
+            results["checks"].append(r)
+            print(f"check {key:14s} {'x'.join(map(str, shape)):18s} {'ok' if r['ok'] else 'FAIL'} rel {r['rel_err']:.2e} "
+                  f"(torch {r['torch_rel_err']:.2e}) nan {r['nan']}", flush=True)
+        save()
+    good = {key for key in compiled if all(r["ok"] for r in results["checks"] if r["key"] == key)}
+
+    def flops(shape):
+        m, n, k = shape
+        return 2.0 * m * n * k
+
+    # 2. the autotuner: every passing candidate of the main variant at every shape
+    candidates = [k for k, e in manifest.items() if e["variant"] == "main" and k in good]
+    for shape in SHAPES:
+        sets = [_inputs("main", shape, seed=7 + r) for r in range(2)]
+        if skip_tune or len(candidates) == 1:
+            results["autotune"][str(shape)] = {"best": "main_c0" if "main_c0" in candidates else candidates[0]}
+            continue
+        fns = {k: (lambda a, k=k: _launch(compiled[k], "main", a)) for k in candidates}
+        timings = benchmark(fns, lambda r, sets=sets: (sets[r],), rotations=2, warmup=2, repeat=tune_repeat)
+        best = min(timings, key=lambda k: timings[k].median)
+        results["autotune"][str(shape)] = {"best": best, "ms": {k: t.median for k, t in timings.items()},
+                                           "consts": manifest[best]["consts"]}
+        print(f"tune {'x'.join(map(str, shape)):18s} " + " ".join(f"{k}={t.median:.3f}" for k, t in timings.items())
+              + f" -> {best}", flush=True)
+        save()
+        sets = []
+        torch.cuda.empty_cache()
+
+    # 3. the benchmark: best candidate vs cuBLAS, interleaved, L2 flushed, >= 50 timed runs
+    for shape in SHAPES:
+        best = results["autotune"][str(shape)]["best"]
+        sets = [_inputs("main", shape, seed=11 + r) for r in range(2)]
+        timings = benchmark({"argus": lambda a, best=best: _launch(compiled[best], "main", a),
+                             "torch": lambda a: torch.matmul(a["a"], a["b"].t())},
+                            lambda r, sets=sets: (sets[r],), rotations=2, warmup=3, repeat=repeat)
+        ta, tt = timings["argus"], timings["torch"]
+        row = {"shape": list(shape), "candidate": best, "consts": manifest[best]["consts"], "argus_ms": ta.median,
+               "argus_p10_p90": [ta.p10, ta.p90], "torch_ms": tt.median, "torch_p10_p90": [tt.p10, tt.p90],
+               "argus_tflops": flops(shape) / (ta.median * 1e-3) / 1e12,
+               "torch_tflops": flops(shape) / (tt.median * 1e-3) / 1e12, "ratio": tt.median / ta.median,
+               "samples": ta.samples}
+        results["benchmark"].append(row)
+        print(f"bench {'x'.join(map(str, shape)):18s} argus {row['argus_tflops']:6.1f} TFLOP/s ({best}) torch "
+              f"{row['torch_tflops']:6.1f} ratio {row['ratio']:.3f}", flush=True)
+        save()
+        sets = []
+        torch.cuda.empty_cache()
+    k_scaling(compiled, results, results["autotune"][str(SHAPES[0])]["best"])
+    save()
+
+
+def profile(directory: Path, key: str, shape: tuple[int, int, int], launches: int) -> None:
+    """Launch one prepared specialization ``launches`` times (for a profiler attached from
+    outside) and report the host-side time of a launch call."""
+    import torch
+
+    manifest = json.loads((directory / "manifest.json").read_text())
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    compiled, gate = _compiled(directory, key, manifest[key], sms)
+    args = _inputs(manifest[key]["variant"], shape, seed=3)
+    for _ in range(launches):
+        _launch(compiled, manifest[key]["variant"], args)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(20):
+        _launch(compiled, manifest[key]["variant"], args)
+    host = (time.perf_counter() - start) / 20
+    torch.cuda.synchronize()
+    print(f"{key}: {gate}; host time per launch call {host * 1e6:.1f} us", flush=True)
+
+
+def k_scaling(compiled: dict, results: dict, key: str, ks: tuple[int, ...] = (1024, 4096, 16384)) -> None:
+    """Time one candidate at 4096 x 4096 x K for several K: the time per tile is
+    ``overhead + K * rate``, which separates the per-tile cost (epilogue, pipeline fill and
+    drain, scheduling) from the main loop's rate."""
+    import torch
+
+    from argus.runtime.timing import benchmark
+
+    rows = []
+    for k in ks:
+        shape = (4096, 4096, k)
+        sets = [_inputs("main", shape, seed=5 + r) for r in range(2)]
+        t = benchmark({"argus": lambda a: _launch(compiled[key], "main", a),
+                       "torch": lambda a: torch.matmul(a["a"], a["b"].t())},
+                      lambda r, sets=sets: (sets[r],), rotations=2, warmup=2, repeat=20)
+        rows.append({"k": k, "argus_ms": t["argus"].median, "torch_ms": t["torch"].median})
+        print(f"k-scaling {key} K={k}: argus {t['argus'].median:.4f} ms torch {t['torch'].median:.4f} ms", flush=True)
+    (k0, t0), (k1, t1) = (rows[0]["k"], rows[0]["argus_ms"]), (rows[-1]["k"], rows[-1]["argus_ms"])
+    per_k = (t1 - t0) / (k1 - k0)
+    results["k_scaling"] = {"candidate": key, "rows": rows, "fixed_ms": t0 - per_k * k0,
+                            "main_loop_tflops": 2 * 4096 * 4096 / (per_k * 1e-3) / 1e12}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("directory", type=Path)
+    p.add_argument("--only", nargs="*", default=[])
+    r = sub.add_parser("run")
+    r.add_argument("directory", type=Path)
+    r.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gemm_out")))
+    r.add_argument("--repeat", type=int, default=50, help="timed runs per candidate (>= 50 for RESULTS.md)")
+    r.add_argument("--tune-repeat", type=int, default=10)
+    r.add_argument("--no-tune", action="store_true")
+    f = sub.add_parser("profile")
+    f.add_argument("directory", type=Path)
+    f.add_argument("key")
+    f.add_argument("--shape", type=int, nargs=3, default=[4096, 4096, 4096])
+    f.add_argument("--launches", type=int, default=2)
+    args = parser.parse_args()
+    if args.command == "profile":
+        profile(args.directory, args.key, tuple(args.shape), args.launches)
+    elif args.command == "prepare":
+        prepare(args.directory, args.only)
+    else:
+        run(args.directory, args.out, args.repeat, args.tune_repeat, args.no_tune)
+
+
+if __name__ == "__main__":
+    main()

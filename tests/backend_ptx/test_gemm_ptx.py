@@ -1,0 +1,64 @@
+"""The PTX of argus.kernels.gemm: the specialization the benchmark runs lowers, ptxas assembles it
+without spills or warnings, and the SASS holds the Hopper machinery it asked for (HGMMA with
+N = 256, UTMALDG, register reallocation, one wgmma group kept in flight); the k-block loops
+are free of 64-bit division."""
+
+import re
+
+import pytest
+
+from argus.backend_ptx import emit_ptx
+from argus.backend_ptx.assemble import build_cubin, disassemble
+from argus.kernels.gemm import GemmConfig, gemm_kernel
+from argus.spec.kernel import kernel_hash
+from argus.toolchain import find_ptxas
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed (pip install 'argus-kernels[nvidia]')")
+def test_default_specialization_assembles_with_the_hopper_machinery():
+    kernel = gemm_kernel().specialize(**GemmConfig().consts(), SMS=132)
+    ptx = emit_ptx(kernel, "sm_90a")
+    text = ptx.text
+    assert "setmaxnreg.dec.sync.aligned.u32 40;" in text and "setmaxnreg.inc.sync.aligned.u32 232;" in text
+    assert "wgmma.wait_group.sync.aligned 1;" in text  # one group in flight across k-blocks
+    assert "bar.sync 1, 256;" in text  # the consumers meet before one of them releases a stage
+    assert ptx.dynamic_shared_bytes <= 227 * 1024
+    cubin = build_cubin(ptx, kernel_hash(kernel))
+    assert "0 bytes spill stores" in cubin.log and "warning" not in cubin.log.lower(), cubin.log
+    try:
+        sass = disassemble(cubin.image)
+    except Exception as err:  # no disassembler: assembling is the test
+        pytest.skip(f"no SASS disassembler: {err}")
+    assert sass.count("HGMMA.64x256x16.F32.BF16") == 4  # BK / 16 per k-block, one loop
+    assert "UTMALDG.2D" in sass and "USETMAXREG.DEALLOC" in sass and "USETMAXREG.TRY_ALLOC" in sass
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass
+
+
+def test_loop_invariant_divisions_are_computed_before_the_loop():
+    ptx = emit_ptx(gemm_kernel().specialize(BN=64, STAGES=3, SMS=4), "sm_90a").text
+    # the k-block loops hold no 64-bit division: the tile coordinates (divisions by run-time
+    # sizes) are computed per tile, the ring slot and phase (by 3) by a multiply-high
+    for loop in _innermost_loops(ptx):
+        assert "div.s64" not in loop and "rem.s64" not in loop and "div.u64" not in loop, loop[:400]
+    assert "mul.hi.u64" in ptx
+    # the fast 32-bit path of a run-time 64-bit division
+    assert "div.u32" in ptx and "div.s64" in ptx
+
+
+def _innermost_loops(ptx: str) -> list[str]:
+    """The text between each loop label and its backward branch that holds no other loop."""
+    out = []
+    for match in re.finditer(r"^(\$L_loop_\d+):$", ptx, re.M):
+        label = match.group(1)
+        end = ptx.find(f"bra.uni {label};", match.end())
+        if end < 0:
+            end = ptx.find(f"bra {label};", match.end())
+        body = ptx[match.end():end]
+        if "$L_loop_" not in body:
+            out.append(body)
+    return out
