@@ -15,6 +15,10 @@ Invariants (tags):
 * every MMA pairs A and B elements of the same ``k`` (checked by the atom), and each output
   ``c[i, j]`` carries ``(i, j)``.
 
+``LDMATRIX`` loads the fragments with ``ldmatrix`` (one warp-wide instruction per 16 x 16 A tile
+and per 8 x 16 B tile, each lane addressing one 16-byte matrix row) instead of per-thread loads of
+the ``mma_partition`` views: the fragments, and so C, are the same.
+
 ``WRONG_KBLOCK`` stages B from the next k-block: the MMA's k check reports the block, thread,
 fragment element and line.  Sizes must be multiples of the tile (declared, checked at launch).
 ``gemm_cp_async.py`` is the same kernel with double-buffered cp.async staging.
@@ -30,7 +34,8 @@ ATOM = "mma.sync.m16n8k16.bf16"
 @A.kernel(threads=128, grid=lambda M, N, BM, BN: (A.cdiv(N, BN), A.cdiv(M, BM)),
           assume=lambda M, N, K, BM, BN, BK: [Eq(M % BM, 0), Eq(N % BN, 0), Eq(K % BK, 0), K >= BK])
 def gemm(a: A.Global(A.bf16, "M K"), b: A.Global(A.bf16, "N K"), c: A.Global(A.f32, "M N"),
-         BM: A.const = 64, BN: A.const = 64, BK: A.const = 32, WRONG_KBLOCK: A.const = False):
+         BM: A.const = 64, BN: A.const = 64, BK: A.const = 32, WRONG_KBLOCK: A.const = False,
+         LDMATRIX: A.const = False):
     A.tag(a, lambda i, k: (i, k), "A")
     A.tag(b, lambda j, k: (j, k), "B")
     t = A.thread_id()
@@ -48,9 +53,15 @@ def gemm(a: A.Global(A.bf16, "M K"), b: A.Global(A.bf16, "N K"), c: A.Global(A.f
         A.assert_tag(sa, lambda i, k, tg, kt=kt: tg == (bm * BM + i, kt * BK + k), "sa holds k-block kt of A")
         for ks in A.range(BK // 16, unroll=True):
             for mi in A.range(2, unroll=True):
-                fa = A.load(A.mma_partition(ATOM, "a", sa.tile((16, 16), (wm * 2 + mi, ks))))
+                if LDMATRIX:
+                    fa = A.ldmatrix(sa.tile((16, 16), (wm * 2 + mi, ks)))
+                else:
+                    fa = A.load(A.mma_partition(ATOM, "a", sa.tile((16, 16), (wm * 2 + mi, ks))))
                 for ni in A.range(4, unroll=True):
-                    fb = A.load(A.mma_partition(ATOM, "b", sb.tile((8, 16), (wn * 4 + ni, ks))))
+                    if LDMATRIX:
+                        fb = A.ldmatrix(sb.tile((8, 16), (wn * 4 + ni, ks)))
+                    else:
+                        fb = A.load(A.mma_partition(ATOM, "b", sb.tile((8, 16), (wn * 4 + ni, ks))))
                     A.mma(ATOM, fa, fb, acc[mi, ni])
         A.barrier()
     for mi in A.range(2, unroll=True):

@@ -194,7 +194,18 @@ class CopyAtomSpec:
     predicated-off ``cp.async``, the out-of-bounds part of a TMA box, a ``buffer_load`` past
     the buffer's ``num_records``); otherwise they are not written.  ``elected``: one thread
     issues the copy for the whole tile (TMA).  ``matrix`` holds the fragment layout of
-    ``ldmatrix``/``stmatrix``.  ``access_bytes`` are the per-thread access widths allowed
+    ``ldmatrix``/``stmatrix``.
+
+    In the IR a matrix copy is a :class:`~argus.ir.nodes.Copy` of scope ``warp`` whose ``atom`` is
+    ``ldmatrix.m8n8.x{1,2,4}[.trans].b16`` (``src`` a shared ``rows x columns`` tile, warp-uniform,
+    ``dst`` the lane's ``(2, matrices)`` fragment) or ``stmatrix...`` (the reverse).  Matrix ``m``
+    is the 8x8 block at block row ``m % (rows / 8)``, block column ``m // (rows / 8)`` of the tile;
+    fragment value ``e + 2 m`` of lane ``l`` is element ``matrix.fragment(l, e + 2 m)`` (an offset
+    ``row + 8 * column + 64 * m`` in the atom's tile, ``row`` being the 16-byte memory row).  To
+    lower it, lane ``8 j + r`` supplies the address of row ``r`` of matrix ``j`` (for ``.x1``/``.x2``
+    the upper lanes' addresses are ignored) and register ``j`` packs values ``2 j`` and ``2 j + 1``.
+
+    ``access_bytes`` are the per-thread access widths allowed
     (each access aligned to its width) — empty when the atom has no per-thread access.
     """
 

@@ -66,10 +66,36 @@ def _same_shape(a: N.View, b: N.View, what: str) -> Iterator[str]:
         yield f"{what}: shapes differ ({_shape(a)} vs {_shape(b)})"
 
 
+def _matrix_copy(op: N.Copy) -> Iterator[str]:
+    """``ldmatrix``/``stmatrix``: a shared tile of the atom's matrices and a (2, matrices) fragment."""
+    from argus.ir.atoms import AtomError, copy_atom
+
+    try:
+        matrix = copy_atom(op.atom).matrix
+    except AtomError as err:
+        yield f"copy: {err.message}"
+        return
+    load = matrix.direction == "load"
+    tile, fragment = (op.src, op.dst) if load else (op.dst, op.src)
+    if tile.buffer.space is not N.MemorySpace.SHARED or fragment.space is not N.MemorySpace.REGISTER:
+        yield f"{op.atom}: moves between a shared tile and a register fragment"
+    shape = _shape(tile)
+    if len(shape) != 2 or any(not isinstance(s, int) or s % 8 for s in shape) or \
+            shape[0] // 8 * (shape[1] // 8) != matrix.matrices:
+        yield f"{op.atom}: the shared tile {shape} is not {matrix.matrices} 8x8 matrices"
+    if _shape(fragment) != (2, matrix.matrices):
+        yield f"{op.atom}: the fragment {_shape(fragment)} is not (2, {matrix.matrices})"
+    if op.scope is not N.Scope.WARP:
+        yield f"{op.atom}: a matrix copy is executed by a warp (scope warp), not {op.scope.value}"
+
+
 def _copy(op: N.Copy, scope: _Scope) -> Iterator[str]:
     yield from _view_problems(op.src, scope, "copy source")
     yield from _view_problems(op.dst, scope, "copy destination")
-    yield from _same_shape(op.src, op.dst, "copy")
+    if op.atom.startswith(("ldmatrix", "stmatrix")):  # a warp's tile <-> each lane's fragment
+        yield from _matrix_copy(op)
+    else:
+        yield from _same_shape(op.src, op.dst, "copy")
     if op.src.dtype != op.dst.dtype:
         yield f"copy: element types differ ({op.src.dtype} vs {op.dst.dtype}); use a convert"
     COORDS = N.COORDS

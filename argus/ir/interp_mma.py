@@ -606,3 +606,109 @@ def _atomic_races(run: Any, op: N.Atomic, mem: Any, addr: np.ndarray, threads: n
         if len(set(threads[addr == a].tolist())) > 1:
             mem.last_writer[a] = _SEVERAL_ATOMIC_WRITERS
     mem.write_epoch[addr] = epoch
+
+
+# --------------------------------------------------------------------------- ldmatrix / stmatrix
+
+
+@cache
+def _matrix_table(atom_name: str, rows: int, columns: int) -> np.ndarray:
+    """``index[l, v]``: the element (C-order index in a ``rows x columns`` shared tile) that lane
+    ``l``'s fragment value ``v`` holds.  The tile is the atom's 8x8 matrices in column-major order
+    of 8x8 blocks (matrix ``m`` = block row ``m % (rows / 8)``, block column ``m // (rows / 8)``);
+    inside a matrix, ``row`` is the 16-byte memory row one lane addresses and ``column`` the
+    element within it (``.trans`` changes which lane receives which element, not the memory)."""
+    from argus.ir.atoms import copy_atom
+
+    matrix = copy_atom(atom_name).matrix
+    values = matrix.values_per_thread
+    blocks = rows // 8
+    index = np.empty((WARP, values), np.int64)
+    for lane in range(WARP):
+        for v in range(values):
+            offset = int(matrix.fragment(lane, v))
+            row, column, m = offset % 8, (offset // 8) % 8, offset // 64
+            index[lane, v] = (8 * (m % blocks) + row) * columns + 8 * (m // blocks) + column
+    return index
+
+
+def run_matrix_copy(run: Any, op: N.Copy, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
+    """``ldmatrix`` / ``stmatrix``: one warp moves 1, 2 or 4 8x8 matrices of 16-bit elements
+    between a shared tile (the same for every lane) and the lanes' register fragments, in the
+    atom's fragment layout.  Every lane of a full warp takes part; each matrix row must be 16
+    contiguous, 16-byte aligned bytes.  Element ``e`` of the tile is read (or written) by the lane
+    whose fragment holds it, so races and orderings are checked per lane."""
+    from argus.ir.atoms import copy_atom
+
+    spec = copy_atom(op.atom)
+    _require_converged(run, op, mask, lanes, WARP)
+    if len(lanes) != WARP or int(lanes[0]) % WARP:
+        raise _fail(run, op, "collective", f"{op.atom} is executed by a whole warp of 32 threads; warp of thread "
+                    f"{int(lanes[0])} has {len(lanes)}", thread=int(lanes[0]))
+    load = spec.matrix.direction == "load"
+    smem, regs = (op.src, op.dst) if load else (op.dst, op.src)
+    grid, coords = run._elements(smem)
+    rows, columns = (int(e) + 1 for e in grid.max(axis=1))
+    owner = run if smem.rank is None else run.rank_of(smem, op, env, mask, lanes)
+    mem = owner.memories.get(smem.buffer.name)
+    if mem is None:
+        raise ArgusError(f"interpreter: buffer %{smem.buffer.name} used before its allocation", position=op.loc)
+    addr, valid = run._addresses(smem, env, lanes)
+    if not valid.all():
+        lane, element = np.argwhere(~valid)[0]
+        raise _fail(run, op, "layout", f"{op.atom}: the shared tile %{smem.buffer.name} has invalid elements "
+                    "(a matrix copy moves whole 8x8 matrices)", thread=int(lanes[lane]), element=coords[element])
+    differs = (addr != addr[:1]).any(axis=1)
+    if differs.any():
+        lane = int(np.flatnonzero(differs)[0])
+        raise _fail(run, op, "collective", f"{op.atom}: lanes {int(lanes[0])} and {int(lanes[lane])} name different "
+                    "shared tiles (the warp moves one tile together)", thread=int(lanes[lane]), other=int(lanes[0]))
+    chunks = addr[0].reshape(rows, columns // 8, 8)
+    bad = (np.diff(chunks, axis=2) != 1).any(axis=2) | (chunks[..., 0] % 8 != 0)
+    if bad.any():
+        r, c = (int(x) for x in np.argwhere(bad)[0])
+        raise _fail(run, op, "layout", f"{op.atom}: row {r}, columns {8 * c}..{8 * c + 7} of the shared tile are not 16 "
+                    "contiguous, 16-byte aligned bytes (each matrix row is one 16-byte access)",
+                    thread=int(lanes[0]), element=(r, 8 * c))
+    size = mem.values.shape[-1]
+    if ((addr < 0) | (addr >= size)).any():
+        lane, element = np.argwhere((addr < 0) | (addr >= size))[0]
+        raise _fail(run, op, "out-of-bounds", f"{op.atom}: %{smem.buffer.name}[{int(addr[lane, element])}] outside "
+                    f"0..{size - 1}", thread=int(lanes[lane]), element=coords[element])
+    index = _matrix_table(op.atom, rows, columns)
+    mine = np.zeros(addr.shape, bool)
+    mine[np.arange(WARP)[:, None], index] = True  # the lane whose fragment holds the element
+    run._current_lanes = lanes
+    run._check_race(op, mem, smem, addr, mine, lanes, not load)
+    reg_mem, reg_addr, _ = run._access(op, regs, env, mask, lanes, write=load)
+    reg_addr = reg_addr[:, _value_order(run, regs)]  # [lanes, values]
+    rows_of = np.arange(WARP)[:, None]
+    if load:
+        shared = addr[rows_of, index]  # [lanes, values]
+        if not mem.written[shared].all():
+            lane, v = np.argwhere(~mem.written[shared])[0]
+            raise _fail(run, op, "uninitialized", f"{op.atom} reads %{smem.buffer.name}[{int(shared[lane, v])}] before "
+                        "any write", thread=int(lanes[lane]), element=coords[int(index[lane, v])])
+        tags = (mem.tag_fields[shared].reshape(-1, MAX_TAG_FIELDS), mem.tag_count[shared].ravel(),
+                mem.tag_names[shared].ravel())
+        run._current_lanes = lanes
+        run._write(reg_mem, reg_addr, np.ones(reg_addr.shape, bool), mem.values[shared].ravel(), tags)
+        return
+    held = (lanes[:, None], reg_addr)
+    order = np.argsort(index, axis=1)  # the lane's elements in increasing element index: addr[mine] order
+    pick = (rows_of, order)
+    run._write(mem, addr, mine, reg_mem.values[held][pick].ravel(),
+               (reg_mem.tag_fields[held][pick].reshape(-1, MAX_TAG_FIELDS), reg_mem.tag_count[held][pick].ravel(),
+                reg_mem.tag_names[held][pick].ravel()))
+
+
+def _register_matrix_copies() -> None:
+    from argus.ir.atoms import atom_names
+    from argus.ir.interpreter import COPY_HANDLERS
+
+    for name in atom_names("copy"):
+        if name.startswith(("ldmatrix", "stmatrix")):
+            COPY_HANDLERS[name] = run_matrix_copy
+
+
+_register_matrix_copies()

@@ -89,6 +89,7 @@ from argus.spec.kernel import (
 from argus.spec.mma_ops import (
     atomic_add,
     broadcast,
+    ldmatrix,
     mma,
     mma_atom,
     mma_fragment,
@@ -96,6 +97,7 @@ from argus.spec.mma_ops import (
     reduce,
     retile,
     shuffle,
+    stmatrix,
     warp_reduce,
 )
 from argus.spec.ops import (
@@ -184,8 +186,8 @@ __all__ = [
     "zeros",
 ]
 __all__ += [
-    "atomic_add", "broadcast", "mma", "mma_atom", "mma_fragment", "mma_partition", "reduce", "retile",
-    "shuffle", "warp_reduce",
+    "atomic_add", "broadcast", "ldmatrix", "mma", "mma_atom", "mma_fragment", "mma_partition", "reduce",
+    "retile", "shuffle", "stmatrix", "warp_reduce",
 ]
 __all__ += [
     "AsyncGroup", "Mbarrier", "Stage", "arrive", "arrive_expect_tx", "cluster_barrier", "cp_async",

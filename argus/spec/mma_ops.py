@@ -16,7 +16,14 @@ helpers build such fragments:
 ``mma(atom, a, b, acc)``                    ``acc += a·b`` through the atom; returns ``acc``
 ``retile(acc, atom, atom2, "a", dtype=..)`` accumulator fragments of one GEMM as the operand
                                             fragments of the next (flash attention)
+``ldmatrix(smem_tile, trans=)``             a warp loads 1, 2 or 4 8x8 matrices of a shared
+                                            tile into the lanes' fragments (``ldmatrix``)
+``stmatrix(fragment, smem_tile, trans=)``   the inverse (``stmatrix``, sm_90)
 ==========================================  ==================================================
+
+``ldmatrix`` of a 16 x 16 tile fills exactly the ``mma.sync.m16n8k16`` A fragment, and of an
+8 x 16 tile (N x K) the B fragment, so ``mma(atom, ldmatrix(sa_tile), ldmatrix(sb_tile), acc)``
+computes the same as loading ``mma_partition`` views (with one 16-byte access per matrix row).
 
 ``value_shape`` is the shape of the atom's value mode: for ``mma.sync.m16n8k16`` the
 accumulator's is ``(2, 2)`` = (column pair, row half), so a row reduction of an accumulator
@@ -42,8 +49,8 @@ from argus.spec import ops
 from argus.spec.tensor import COORDS, Tensor, as_index
 
 __all__ = [
-    "atomic_add", "broadcast", "mma", "mma_atom", "mma_fragment", "mma_partition", "reduce", "retile",
-    "shuffle", "warp_reduce",
+    "atomic_add", "broadcast", "ldmatrix", "mma", "mma_atom", "mma_fragment", "mma_partition", "reduce",
+    "retile", "shuffle", "stmatrix", "warp_reduce",
 ]
 
 _OPERANDS = ("a", "b", "c")
@@ -492,3 +499,64 @@ def atomic_add(dst: Tensor, value: Tensor, *, pred: Any = None) -> None:
     builder = B.current()
     builder.emit(N.Atomic(fn="add", dst=dst.view, src=value.view, pred=ops._mask(pred, dst.view.valid),
                           loc=builder.position()))
+
+
+# --------------------------------------------------------------------------- ldmatrix / stmatrix
+
+
+def _matrix_atom(t: Any, direction: str, trans: bool, what: str) -> tuple[str, int]:
+    """The matrix copy atom for the shared tile ``t`` (``rows x columns``, both multiples of 8)."""
+    if not isinstance(t, Tensor):
+        raise B.error(f"{what}: expected a shared-memory tile, got {type(t).__name__}")
+    if t.space is not N.MemorySpace.SHARED:
+        raise B.error(f"{what}: the tile must be in the block's shared memory, got a {t.space.value} tensor")
+    if t.dtype.bits != 16:
+        raise B.error(f"{what}: {what} moves 16-bit elements, the tile holds {t.dtype}",
+                      hint="use a bf16 or f16 tile")
+    shape = tuple(symbolic.static_value(s) for s in t.shape)
+    matrices = shape[0] // 8 * (shape[1] // 8) if len(shape) == 2 and None not in shape else None
+    if (len(shape) != 2 or None in shape or shape[0] % 8 or shape[1] % 8 or matrices not in (1, 2, 4)):
+        raise B.error(f"{what}: the tile must be rows x columns with both multiples of 8 and 1, 2 or 4 8x8 "
+                      f"matrices in all, got shape {t.shape}", hint="e.g. a 16 x 16 tile for the mma.sync A operand")
+    # a tile whose position is symbolic carries a validity predicate: every element must be valid
+    # when it executes (the interpreter checks it, the verifier proves it); a matrix moves whole
+    stride = t.layout.stride[1] if isinstance(t.layout.stride, tuple) else None
+    if isinstance(stride, tuple) or symbolic.static_value(stride) != 1:
+        raise B.error(f"{what}: the tile's rows must be contiguous (column stride 1), got layout {t.layout}",
+                      hint="each 8-element row of a matrix is one 16-byte access" +
+                      (": use trans=True on the row-major tile instead of a transposed view" if not trans else ""))
+    op = "ldmatrix" if direction == "load" else "stmatrix"
+    return f"{op}.m8n8.x{matrices}{'.trans' if trans else ''}.b16", matrices
+
+
+def ldmatrix(src: Tensor, *, trans: bool = False) -> Tensor:
+    """A warp loads the shared tile ``src`` (``rows x columns`` 16-bit elements, 1, 2 or 4 8x8
+    matrices) into its lanes' registers (``ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].b16``).
+
+    Matrix ``m`` is the 8x8 block at block row ``m % (rows / 8)``, block column ``m // (rows / 8)``;
+    the result is a fragment of shape ``(2, matrices)``: lane ``l`` holds, in value ``e + 2 m``,
+    row ``l / 4``, column ``2 (l % 4) + e`` of matrix ``m`` (with ``trans``: row ``2 (l % 4) + e``,
+    column ``l / 4``).  Every lane of the warp must execute it (warp scope), with the same tile;
+    each matrix row must be 16 contiguous, 16-byte aligned bytes (the interpreter checks it, the
+    verifier proves it)."""
+    atom, matrices = _matrix_atom(src, "load", trans, "ldmatrix")
+    dst = ops.fragment((2, matrices), src.dtype)
+    builder = B.current()
+    builder.emit(N.Copy(src=src.view, dst=dst.view, atom=atom, loc=builder.position(), scope=N.Scope.WARP))
+    return dst
+
+
+def stmatrix(value: Tensor, dst: Tensor, *, trans: bool = False) -> None:
+    """A warp stores its lanes' fragments ``value`` (shape ``(2, matrices)``, the layout
+    :func:`ldmatrix` loads) into the shared tile ``dst`` (``stmatrix...m8n8.x{1,2,4}[.trans].b16``,
+    sm_90).  Every lane of the warp must execute it."""
+    atom, matrices = _matrix_atom(dst, "store", trans, "stmatrix")
+    if not isinstance(value, Tensor) or value.space is not N.MemorySpace.REGISTER:
+        raise B.error("stmatrix: the value must be this thread's register fragment")
+    if value.dtype != dst.dtype:
+        value = value.to(dst.dtype)
+    if _fragment_size(value) != 2 * matrices:
+        raise B.error(f"stmatrix: the fragment has {value.size} values per thread, {atom} stores {2 * matrices}",
+                      hint=f"a fragment of shape (2, {matrices})")
+    builder = B.current()
+    builder.emit(N.Copy(src=value.view, dst=dst.view, atom=atom, loc=builder.position(), scope=N.Scope.WARP))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from argus.errors import ArgusError
-from argus.ir import numerics
+from argus.ir import check, numerics
 from argus.ir.interpreter import Interpreter, InterpreterError
 from argus.layout_algebra import bank_conflict_degree
 
@@ -116,3 +116,26 @@ def test_gemm_shape_outside_its_declared_assumptions_is_refused():
     with pytest.raises(ArgusError, match="assumption"):
         Interpreter(gemm_mma_sync.gemm.specialize()).run({"a": a, "b": b, "c": np.zeros((60, 64), np.float32)},
                                                          {"M": 60, "N": 64, "K": 32})
+
+
+def test_ldmatrix_variant_of_the_mma_sync_gemm_matches_numpy_exactly():
+    m, n, k = 64, 128, 64
+    rng = np.random.default_rng(m + n + k + 1)
+    a, b = _randn(rng, (m, k), "bf16"), _randn(rng, (n, k), "bf16")
+    kernel = gemm_mma_sync.gemm.specialize(LDMATRIX=True)
+    check.check(kernel)
+    out = Interpreter(kernel).run(
+        {"a": a, "b": b, "c": np.zeros((m, n), np.float32)}, {"M": m, "N": n, "K": k})["c"]
+    np.testing.assert_array_equal(out, numerics.mma(a, b.T, None, a_dtype="bf16"))
+
+
+def test_ldmatrix_variant_reports_a_wrong_k_pairing_at_the_mma():
+    m, n, k = 64, 64, 64
+    rng = np.random.default_rng(4)
+    a, b = _randn(rng, (m, k), "bf16"), _randn(rng, (n, k), "bf16")
+    with pytest.raises(InterpreterError) as err:
+        Interpreter(gemm_mma_sync.gemm.specialize(LDMATRIX=True, WRONG_KBLOCK=True)).run(
+            {"a": a, "b": b, "c": np.zeros((m, n), np.float32)}, {"M": m, "N": n, "K": k})
+    v = err.value.violation
+    assert v.kind == "tag" and "disagree on k" in v.message
+    assert v.position.line == _line(gemm_mma_sync.gemm, "A.mma(ATOM, fa, fb, acc[mi, ni])")

@@ -224,3 +224,49 @@ def partial_k_mma_sync(a: A.Global(A.bf16, "16 K"), b: A.Global(A.bf16, "8 K"), 
     out = A.mma_partition(SYNC, "c", c)
     A.store(acc, out)
     A.assert_tag(out, lambda i, j, tg: tg == (i, j), "c[i, j] = row i of A · row j of B")
+
+
+@A.kernel(threads=64)
+def matrix_copies(x: A.Global(A.bf16, "16 16"), y: A.Global(A.bf16, "16 16"), TRANS: A.const = False,
+                  ROWS: A.const = 16, COLS: A.const = 16, WARPS: A.const = 2, BARRIER: A.const = True,
+                  DIVERGE: A.const = False, STRIDE: A.const = 16):
+    """Warp w ldmatrix-loads the ROWS x COLS tile of ``x`` (staged in shared memory) and stmatrix-stores
+    it into a second shared tile, which is copied to ``y``: y = x in the tile, with tags kept."""
+    A.tag(x, lambda i, j: (i, j), "X")
+    t = A.thread_id()
+    s = A.shared(A.bf16, (16, STRIDE)).tile((16, 16), (0, 0))  # STRIDE 20: rows not 16-byte aligned
+    d = A.shared(A.bf16, (16, 16))
+    A.copy(x.tile((1, 4), (t // 4, t % 4)), s.tile((1, 4), (t // 4, t % 4)))
+    A.barrier()
+    if t < WARPS * 32:
+        if DIVERGE:
+            if t % 32 < 16:
+                f = A.ldmatrix(s.tile((ROWS, COLS), (0, 0)), trans=TRANS)
+        else:
+            f = A.ldmatrix(s.tile((ROWS, COLS), (0, 0)), trans=TRANS)
+            A.assert_tag(f, lambda e, m, tg: (tg[0] < ROWS) & (tg[1] < COLS), "the tile's elements")
+            lane, blocks = A.lane_id(), ROWS // 8
+            if TRANS:  # lane l, value e + 2m: row 2(l % 4) + e, column l / 4 of matrix m
+                A.assert_tag(f, lambda e, m, tg: tg == (8 * (m % blocks) + 2 * (lane % 4) + e, 8 * (m // blocks) + lane // 4),
+                             "the .trans fragment layout")
+            else:  # row l / 4, column 2(l % 4) + e of matrix m
+                A.assert_tag(f, lambda e, m, tg: tg == (8 * (m % blocks) + lane // 4, 8 * (m // blocks) + 2 * (lane % 4) + e),
+                             "the ldmatrix fragment layout")
+            if t < 32:
+                A.stmatrix(f, d.tile((ROWS, COLS), (0, 0)), trans=TRANS)
+    if BARRIER:
+        A.barrier()
+    A.copy(d.tile((1, 4), (t // 4, t % 4)), y.tile((1, 4), (t // 4, t % 4)), pred=(t // 4 < ROWS) & (t % 4 * 4 < COLS))
+
+
+@A.kernel(threads=32)
+def matrix_copy_misuse(x: A.Global(A.bf16, "16 16"), WHAT: A.const = "dtype"):
+    """Matrix copies the front end rejects (selected by WHAT)."""
+    if WHAT == "dtype":
+        A.ldmatrix(A.shared(A.f32, (16, 16)))
+    elif WHAT == "shape":
+        A.ldmatrix(A.shared(A.bf16, (8, 24)))
+    elif WHAT == "global":
+        A.ldmatrix(x)
+    elif WHAT == "fragment":
+        A.stmatrix(A.zeros((2, 2), A.bf16), A.shared(A.bf16, (16, 16)))
