@@ -155,6 +155,9 @@ def _tag(b: _Builder, site: Site) -> None:
     op = site.op
     if not isinstance(op, N.AssertTag):
         return
+    if getattr(op, "zero_symbol", None) is not None:
+        b.unknown("tag", site, f"tag assertion at {op.loc} states known-zero facts, which the verifier does not model")
+        return
     a = b.analysis
     inst, hyps = a.fresh(site, view=op.view)
     hyps = hyps + [a.path(inst)] + ([a.value(inst, op.view.valid)] if op.view.valid is not None else [])
