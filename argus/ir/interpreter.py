@@ -2,11 +2,15 @@
 
 Execution model
 ---------------
-* Blocks run one after another.  Inside a block, each warp is a Python generator that
+* Clusters run one after another (a launch without clusters has clusters of one block).  The
+  blocks of a cluster run together: each warp of each block is a Python generator that
   executes the op tree with its 32 lanes vectorized in numpy (an active-lane mask handles
-  divergence).  A cooperative scheduler runs warps round-robin and switches at blocking
-  operations (barriers); when every unfinished warp is blocked and no barrier can release,
-  it reports a deadlock.
+  divergence).  A cooperative scheduler runs the warps round-robin and switches at blocking
+  operations (barriers, cluster barriers, mbarrier waits); when every unfinished warp is
+  blocked and no barrier can release, it reports a deadlock.  Blocks of a cluster reach each
+  other's shared memory through views with a ``rank`` (distributed shared memory), arrive on
+  each other's mbarriers and receive TMA multicasts; one set of vector clocks covers the
+  cluster.
 * Values are stored exactly: floating-point buffers hold float64 numbers that are exactly
   representable in the buffer's element type (every write rounds through
   :mod:`argus.ir.numerics`); integer buffers hold int64.
@@ -18,8 +22,11 @@ and program point: out-of-bounds accesses, reads of never-written registers or s
 shared-memory races (a conflicting pair of accesses by different threads that no barrier, mbarrier
 phase or async-group wait orders — happens-before is tracked with vector clocks in
 :mod:`argus.ir.happens_before`, not inferred from values),
-global-memory write conflicts between blocks, barriers reached by only part of a block,
-deadlock, and violated tag assertions.  Tags are tracked on concrete elements as records of
+global-memory write conflicts between blocks, barriers reached by only part of a block (or of a
+cluster), deadlock, violated tag assertions, and for clusters: races on distributed shared
+memory, multicast bytes a receiving block's barrier was not armed for, uses of a peer's
+mbarrier before its initialization is ordered, and a block exiting while a peer's access to its
+shared memory or mbarriers is not ordered before the exit.  Tags are tracked on concrete elements as records of
 integers (``None`` is ⊥, untagged).
 """
 
