@@ -19,9 +19,10 @@ ResetTags       view (no data access)                       view: ⊥
 A read's element is active when the thread's path holds, the element is valid in its view
 (partial tiles) and the copy predicate holds; a write's element when the same holds for the
 destination (and, for a copy, for the source).  ``Reduce``, ``Shuffle`` and ``Atomic`` have
-their rows in :mod:`~argus.abstract_interp.collectives`.  Copies through an asynchronous or
-collective atom and every other op kind are *unsupported* here: the verifier answers
-``unknown`` for them, never a silent pass.
+their rows in :mod:`~argus.abstract_interp.collectives`; asynchronous copies (cp.async, TMA)
+and the synchronisation ops (mbarriers, group commits and waits, fences, ``setmaxnreg``) in
+:mod:`~argus.abstract_interp.asynchrony`.  Every other op kind is *unsupported* here: the
+verifier answers ``unknown`` for it, never a silent pass.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def _accesses(op: N.Op) -> list[Access]:
     match op:
         case N.Copy(src=src, dst=dst, pred=pred, atom=atom):
             if atom not in SYNC_COPY_ATOMS:
-                raise Unsupported(f"copy atom {atom!r}")
+                return _asynchronous(op)
             return [Access(src, "src", "read", pred, True), Access(dst, "dst", "write", pred)]
         case N.Fill(dst=dst):
             return [Access(dst, "dst", "write")]
@@ -103,6 +104,9 @@ def _accesses(op: N.Op) -> list[Access]:
             return [Access(view, "view", "tag")] + ([Access(other, "equal_to", "tag")] if other is not None else [])
         case N.Alloc() | N.Barrier():
             return []
+        case (N.MbarrierInit() | N.MbarrierArrive() | N.MbarrierWait() | N.Fence() | N.AsyncCommit()
+              | N.AsyncWait() | N.SetMaxNReg() | N.ClusterBarrier()):
+            return _asynchronous(op)
         case N.Reduce() | N.Shuffle() | N.Atomic():
             from argus.abstract_interp import collectives
 
@@ -110,9 +114,22 @@ def _accesses(op: N.Op) -> list[Access]:
     raise Unsupported(f"operation {op.kind}")
 
 
+def _asynchronous(op: N.Op) -> list[Access]:
+    from argus.abstract_interp import asynchrony
+
+    found = asynchrony.accesses(op)
+    if found is None:
+        raise Unsupported(f"copy atom {op.atom!r}" if isinstance(op, N.Copy) else f"operation {op.kind}")
+    return found
+
+
 def writes(op: N.Op) -> list[Write]:
     """What ``op`` writes (data and tags)."""
     match op:
+        case N.Copy(atom=atom) if atom not in SYNC_COPY_ATOMS:
+            from argus.abstract_interp import asynchrony
+
+            return asynchrony.writes(op)
         case N.Copy(src=src, dst=dst, pred=pred):
             guard = (*_valid(src), *_valid(dst), *((pred,) if pred is not None else ()))
             return [Write(dst, True, guard, (src,))]

@@ -19,8 +19,9 @@ comes first statically (:func:`precedes`).
 
 Supported loop shapes: any ``For`` with a constant trip count up to ``unroll_limit`` is
 unrolled; any other ``For`` is symbolic as long as the number of barriers one iteration
-passes does not depend on the iteration.  ``WarpRole`` regions are not supported yet (their
-op is listed with a reason).
+passes does not depend on the iteration.  A ``WarpRole`` region is walked like a branch: its
+sites carry the role's warp range as a condition (``what == "role"``); a role that passes a
+barrier is listed with a reason.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class Condition:
 
     expr: sympy.Basic
     op: N.Op
-    what: str  # "then", "else", "loop"
+    what: str  # "then", "else", "loop", "role"
 
 
 @dataclass(frozen=True, eq=False)
@@ -191,6 +192,18 @@ class _Walker:
             case N.Barrier():
                 self._site(op, subst, conditions, loops, unrolled, epoch)
                 return epoch + 1
+            case N.WarpRole(cond=cond, body=body):
+                # the role's warps run its body: its sites are guarded by the warp range
+                try:
+                    inside = barrier_count(body, env)
+                except UnsupportedLoop as err:
+                    self.program.unsupported.append((op, str(err)))
+                    return epoch
+                if inside != 0:
+                    self.program.unsupported.append((op, f"barrier inside the warp role at {op.loc}"))
+                    return epoch
+                return self.region(body, subst, (*conditions, Condition(sub(cond), op, "role")), loops,
+                                   unrolled, epoch)
             case _:
                 self._site(op, subst, conditions, loops, unrolled, epoch)
                 return epoch

@@ -23,6 +23,9 @@ property                VC (for a fresh thread ``tid`` of block ``bid``, element
 ``unsupported``         an op or loop the verifier does not model: always ``unknown``
 ``collective``          per shuffle / cross-lane reduction: its whole group executes it
                         (:mod:`~argus.abstract_interp.collectives`)
+``async`` ...           asynchronous copies, mbarriers, proxy fences, descriptors
+                        (:mod:`~argus.abstract_interp.asynchrony`); warp roles, register
+                        budgets, named barriers (:mod:`~argus.abstract_interp.roles`)
 ======================  ===================================================================
 """
 
@@ -32,7 +35,7 @@ from typing import Any
 
 import sympy
 
-from argus.abstract_interp import collectives
+from argus.abstract_interp import asynchrony, collectives
 from argus.abstract_interp import memory as M
 from argus.abstract_interp import tags as TG
 from argus.abstract_interp.analysis import (
@@ -52,7 +55,7 @@ from argus.smt import terms as T
 
 
 #: properties stated in modules of their own (``site`` makers like the ones below)
-EXTRA_PROPERTIES = (collectives.collective,)
+EXTRA_PROPERTIES = (collectives.collective, asynchrony.properties)
 
 
 def _roles(analysis: Analysis, inst: Instance, view: N.View | None = None, prefix: str = "") -> dict[str, Any]:
@@ -119,8 +122,9 @@ def _barrier(b: _Builder, site: Site) -> None:
         return
     a = b.analysis
     if op.id != 0 or op.participants not in (None, a.encoder.threads):
-        b.unknown("barrier", site, f"named barrier {op.id} with {op.participants} participants at {op.loc} "
-                  "is not supported yet")
+        from argus.abstract_interp import roles
+
+        roles.named_barrier(b, site)
         return
     first, hyps = a.fresh(site)
     loops = {lp.var: first.values[lp.var] for lp in site.loops}
@@ -274,6 +278,8 @@ def _races(b: _Builder, site: Site) -> None:
                     continue
                 if collectives.commutative_pair(site, acc, other_site, other):
                     continue
+                if asynchrony.ordered_elsewhere(acc, other):
+                    continue  # asynchronous accesses: ordered by the ``async`` VCs
                 if (other_site is site and other_site.index == site.index and
                         a.accesses[site.index].index(other) > a.accesses[site.index].index(acc)):
                     continue  # the pair is stated once, at the later access

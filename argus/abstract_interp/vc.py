@@ -38,6 +38,14 @@ PROPERTIES = (
     "collective",      # every lane of a shuffle's / reduction's group executes it together
     "alignment",       # a vector access of w bytes is w-aligned
     "bank-conflicts",  # a shared-memory access stays within the degree the kernel asserts
+    "async",           # reads see only completed, visible asynchronous copies; no overwrite before release
+    "mbarrier",        # mbarriers used after init + fence; each round of arrivals equals the init count
+    "expect-tx",       # declared transaction bytes equal the bytes of the TMA boxes of the phase
+    "phase",           # every mbarrier wait's phase completes, with the parity it waits on
+    "proxy",           # ordinary writes read by the async proxy are fenced (fence.proxy.async)
+    "descriptor",      # a wgmma descriptor's swizzle is the swizzle of the TMA boxes filling it
+    "role",            # a warp role does not touch another role's MMA accumulators
+    "registers",       # setmaxnreg budgets fit the register file, agree within a warpgroup
 )
 
 

@@ -48,6 +48,12 @@ INTERPRETER_KINDS: dict[str, frozenset[str]] = {
     "barrier": frozenset({"barrier", "deadlock"}),
     "tag": frozenset({"tag"}),
     "collective": frozenset({"collective", "deadlock"}),
+    "async": frozenset({"async", "race", "parity", "expect-tx", "deadlock"}),
+    "mbarrier": frozenset({"mbarrier", "deadlock"}),
+    "expect-tx": frozenset({"expect-tx", "deadlock", "async"}),
+    "phase": frozenset({"deadlock", "parity"}),
+    "proxy": frozenset({"proxy"}),
+    "registers": frozenset({"collective"}),
 }
 
 #: replay refuses launches whose tensors hold more elements than this

@@ -68,13 +68,11 @@ def test_barriers_separate_accesses_into_epochs():
     assert len(racy_vc.roles["alternatives"]) == 1
 
 
-def test_unsupported_copy_atoms_give_unknown_vcs_and_taint_what_they_write():
+def test_asynchronous_copies_are_modelled_and_their_reads_ordered_by_async_vcs():
     _, vcs = generate_vcs(V.async_copy.specialize())
-    unsupported = [vc for vc in vcs if vc.property == "unsupported"]
-    assert len(unsupported) == 1 and "cp.async.4" in unsupported[0].unknown
-    assert str(unsupported[0].position.line) in unsupported[0].unknown
-    reads = [vc for vc in vcs if vc.property == "uninitialized"]
-    assert reads and all(not vc.exact for vc in reads)
+    assert not [vc for vc in vcs if vc.unknown]
+    read = _line(V.async_copy, "A.copy(s.tile((1,), (A.thread_id(),)), y.tile(")
+    assert [vc for vc in vcs if vc.property == "async" and vc.position.line == read]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -35,8 +35,8 @@ def test_a_refuted_kernel_exits_one_with_json(capsys):
 
 
 def test_unknown_exits_two(capsys):
-    assert main(["verify", KERNELS, "--kernel", "async_copy", "--solver", "z3"]) == 2
-    assert "unsupported copy atom 'cp.async.4'" in capsys.readouterr().out
+    assert main(["verify", KERNELS, "--kernel", "uneven_barriers", "--solver", "z3"]) == 2
+    assert "number of barriers that depends on its counter" in capsys.readouterr().out
 
 
 def test_smtlib_dir_holds_every_query(tmp_path, capsys):

@@ -52,12 +52,20 @@ def test_alternating_stages_are_unknown_with_the_loop_named():
                for r in report.results), report.human()
 
 
-def test_unsupported_operations_make_the_verdict_unknown():
-    report = verify_kernel(V.async_copy.specialize())
+def test_unsupported_loop_shapes_make_the_verdict_unknown():
+    report = verify_kernel(V.uneven_barriers.specialize())
     assert report.verdict == "unknown"
-    line = source_line(V.async_copy, 'atom="cp.async.4"')
-    assert any(r.verdict == "unknown" and r.reason.startswith("unsupported copy atom 'cp.async.4' at ")
-               and r.reason.endswith(f":{line}") for r in report.results), report.human()
+    line = source_line(V.uneven_barriers, "for k in A.range")
+    assert any(r.verdict == "unknown" and r.reason.startswith(f"loop at {V.uneven_barriers.position.file}:{line}")
+               and "number of barriers that depends on its counter" in r.reason for r in report.results), \
+        report.human()
+
+
+def test_a_cp_async_read_without_commit_and_wait_is_refuted():
+    report = verify_kernel(V.async_copy.specialize())
+    cx = next(c for c in report.counterexamples if c.property == "async")
+    assert cx.position.line == source_line(V.async_copy, "A.copy(s.tile((1,), (A.thread_id(),)), y.tile(")
+    assert cx.replay.status == "reproduced", cx.human()
 
 
 def test_accumulators_across_a_symbolic_loop_are_handled_soundly():

@@ -114,6 +114,15 @@ def async_copy(x: A.Global(A.f32, "32"), y: A.Global(A.f32, "32")):
 
 
 @A.kernel(threads=32)
+def uneven_barriers(x: A.Global(A.f32, "n"), n: A.Index):
+    """A loop whose iterations pass different numbers of barriers: outside what the verifier
+    models (its epochs would not be closed forms of the counter)."""
+    for k in A.range(n):
+        if k % 2 == 0:
+            A.barrier()
+
+
+@A.kernel(threads=32)
 def swizzled_stage(x: A.Global(A.f32, "32 32"), y: A.Global(A.f32, "32 32"), MISMATCH: A.const = False):
     """Stage a tile through swizzled shared memory; MISMATCH reads it back through a view that
     forgets the swizzle (store/load swizzle mismatch)."""

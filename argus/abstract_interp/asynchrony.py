@@ -1,0 +1,761 @@
+"""The asynchrony model as VCs: cp.async groups, mbarrier pipelines, TMA, wgmma, proxy fences.
+
+The reference interpreter (:mod:`argus.ir.interp_async`, :mod:`argus.ir.interp_wgmma`,
+:mod:`argus.ir.happens_before`) defines what every asynchronous op means; this module states
+the same rules symbolically, for a fresh thread, element and loop iteration:
+
+==================  ========================================================================
+property            VC
+==================  ========================================================================
+``async``           per read of memory an asynchronous copy writes, against every instance
+                    of every such copy at the same address: the copy is *complete and
+                    visible* to the reader, or it comes *after* the reader released the
+                    data.  cp.async: its group ``g`` (commits before it) is below the
+                    completed count ``commits − n`` of the issuer's latest ``wait(n)``
+                    (before the read, or before a barrier that precedes the read); TMA:
+                    the copy's phase is at most the phase the reader's latest wait on its
+                    mbarrier observed, or the issuer's wait on the release barrier
+                    observed the round of the reader's release (its first arrive after
+                    the read, after the ``wgmma.wait_group`` that retires a wgmma read)
+``mbarrier``        every use of an mbarrier comes after its init, the init's
+                    ``fence.mbarrier_init`` and (for other threads and TMA) a barrier;
+                    every round of arrivals brings exactly the init count
+``expect-tx``       per ``arrive.expect_tx``: the declared bytes equal the bytes of the
+                    copies it arms (whole boxes, zero-filled parts included)
+``phase``           per mbarrier wait: the phase it waits for is reached (enough rounds
+                    ever arrive: no deadlock, also for trip counts below the stage count)
+                    and its parity is that phase's
+``proxy``           per TMA store / wgmma operand in shared memory, against every ordinary
+                    write of the same element before it: the writer executes
+                    ``fence.proxy.async`` after the write, before a barrier that orders it
+                    before the asynchronous read
+``descriptor``      per wgmma operand in shared memory: its swizzle is the swizzle of every
+                    TMA box that fills the buffer (the descriptor's mode)
+==================  ========================================================================
+
+Warp roles, register budgets and named barriers are in :mod:`~argus.abstract_interp.roles`;
+the closed forms of mbarrier phases in :mod:`~argus.abstract_interp.mbarrier`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+
+from argus import symbolic
+from argus.abstract_interp import memory as M
+from argus.abstract_interp import roles as R
+from argus.abstract_interp.encoding import EncodingError, Instance, view_extents
+from argus.abstract_interp.mbarrier import Counter, NotModelled, bar_view, element_expr
+from argus.abstract_interp.program import Site, common_loops
+from argus.ir import nodes as N
+from argus.smt import terms as T
+
+CP_ASYNC_ATOMS = frozenset({"cp.async", "cp.async.4", "cp.async.8", "cp.async.16"})
+TMA_ATOMS = frozenset({"tma.load", "tma.store"})
+
+
+@dataclass(frozen=True)
+class AsyncAccess(M.Access):
+    """An access that completes later than its issue (its order is proved by the ``async``
+    VCs, not by barrier epochs)."""
+
+    completes: str = ""
+
+
+@dataclass(frozen=True)
+class AsyncWrite(M.Write):
+    """A write that lands when ``completes`` happens."""
+
+    completes: str = ""
+
+
+def _valid(view: N.View) -> tuple[Any, ...]:
+    return (view.valid,) if view.valid is not None else ()
+
+
+def accesses(op: N.Op) -> list[M.Access] | None:
+    """The accesses of an asynchronous or synchronisation op (``None``: not one)."""
+    match op:
+        case N.Copy(atom=atom, src=src, dst=dst, pred=pred) if atom in CP_ASYNC_ATOMS:
+            return [M.Access(src, "src", "read", pred, True),
+                    AsyncAccess(dst, "dst", "write", None, completes="its cp.async group wait")]
+        case N.Copy(atom="tma.load", src=src, dst=dst, pred=pred, mbarrier=bar):
+            out = [M.Access(src, "src", "read", pred, True),
+                   AsyncAccess(dst, "dst", "write", None, completes="its mbarrier phase")]
+            return out + ([M.Access(bar, "mbarrier", "sync")] if bar is not None else [])
+        case N.Copy(atom="tma.store", src=src, dst=dst, pred=pred):
+            return [M.Access(src, "src", "read", None, True),
+                    AsyncAccess(dst, "dst", "write", pred, completes="its TMA store group wait")]
+        case N.MbarrierInit(bar=bar) | N.MbarrierArrive(bar=bar) | N.MbarrierWait(bar=bar):
+            return [M.Access(bar, "mbarrier", "sync")]
+        case N.Fence() | N.AsyncCommit() | N.AsyncWait() | N.SetMaxNReg() | N.ClusterBarrier():
+            return []
+    return None
+
+
+def writes(op: N.Op) -> list[M.Write]:
+    """What an asynchronous copy writes: its destination, with the source's data and tags
+    (zero-filled parts of a box included), when it lands; a single-issuer copy is written by
+    its elected thread only."""
+    elected = (op.elected,) if getattr(op, "elected", None) is not None else ()
+    match op:
+        case N.Copy(atom=atom, src=src, dst=dst) if atom in CP_ASYNC_ATOMS:
+            return [AsyncWrite(dst, True, (*_valid(dst), *elected), (src,), completes="its cp.async group wait")]
+        case N.Copy(atom="tma.load", src=src, dst=dst):
+            return [AsyncWrite(dst, True, (*_valid(dst), *elected), (src,), completes="its mbarrier phase")]
+        case N.Copy(atom="tma.store", src=src, dst=dst, pred=pred):
+            guard = (*_valid(dst), *((pred,) if pred is not None else ()), *elected)
+            return [AsyncWrite(dst, True, guard, (src,), completes="its TMA store group wait")]
+    return []
+
+
+def ordered_elsewhere(access: M.Access, other: M.Access) -> bool:
+    """A pair of accesses whose order the ``async`` VCs prove (not the barrier race check)."""
+    return isinstance(access, AsyncAccess) or isinstance(other, AsyncAccess)
+
+
+# --------------------------------------------------------------------------- the model
+
+
+def _is_wgmma(op: N.Op) -> bool:
+    return isinstance(op, N.Mma) and op.atom.startswith("wgmma")
+
+
+@dataclass
+class Model:
+    """The asynchronous sites of one kernel, by kind."""
+
+    counter: Counter
+    bars: dict[int, N.View] = field(default_factory=dict)  # site index -> mbarrier view
+    inits: list[Site] = field(default_factory=list)
+    arrives: list[Site] = field(default_factory=list)  # count > 0
+    armers: list[Site] = field(default_factory=list)  # expect_tx != 0
+    waits: list[Site] = field(default_factory=list)
+    tma_loads: list[Site] = field(default_factory=list)
+    cp_copies: list[Site] = field(default_factory=list)
+    cp_commits: list[Site] = field(default_factory=list)
+    cp_waits: list[Site] = field(default_factory=list)
+    wgmma_waits: list[Site] = field(default_factory=list)
+    init_fences: list[Site] = field(default_factory=list)
+    proxy_fences: list[Site] = field(default_factory=list)
+    async_writers: dict[str, list[Site]] = field(default_factory=dict)  # buffer -> cp.async / TMA loads
+
+
+def model(analysis: Any) -> Model:
+    got = analysis.__dict__.get("_async_model")
+    if got is not None:
+        return got
+    m = Model(Counter(analysis))
+    for site in analysis.program.sites:
+        op = site.op
+        view = bar_view(op)
+        if view is not None:
+            m.bars[site.index] = view
+        match op:
+            case N.MbarrierInit():
+                m.inits.append(site)
+            case N.MbarrierArrive(count=count, expect_tx=tx):
+                if count:
+                    m.arrives.append(site)
+                if symbolic.static_value(tx) != 0:
+                    m.armers.append(site)
+            case N.MbarrierWait():
+                m.waits.append(site)
+            case N.Copy(atom="tma.load", dst=dst):
+                m.tma_loads.append(site)
+                m.async_writers.setdefault(dst.buffer.name, []).append(site)
+            case N.Copy(atom=atom, dst=dst) if atom in CP_ASYNC_ATOMS:
+                m.cp_copies.append(site)
+                m.async_writers.setdefault(dst.buffer.name, []).append(site)
+            case N.AsyncCommit(handle=handle) if handle.kind is N.HandleKind.CP_ASYNC_GROUP:
+                m.cp_commits.append(site)
+            case N.AsyncWait(group=group) if group is N.HandleKind.CP_ASYNC_GROUP:
+                m.cp_waits.append(site)
+            case N.AsyncWait(group=group) if group is N.HandleKind.WGMMA_GROUP:
+                m.wgmma_waits.append(site)
+            case N.Fence(fence="mbarrier_init"):
+                m.init_fences.append(site)
+            case N.Fence(fence="proxy.async"):
+                m.proxy_fences.append(site)
+    analysis.__dict__["_async_model"] = m
+    return m
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def properties(b: Any, site: Site) -> None:
+    """The asynchrony VCs of one site (a site maker of :mod:`~argus.abstract_interp.properties`)."""
+    a = b.analysis
+    m = model(a)
+    op = site.op
+    makers = []
+    if site.index in m.bars and not isinstance(op, N.MbarrierInit):
+        makers.append(_initialized)
+    if isinstance(op, N.MbarrierArrive):
+        makers += [_arrivals, _expect_tx]
+    if isinstance(op, N.MbarrierWait):
+        makers.append(_phase)
+    if isinstance(op, N.Copy) and op.atom == "tma.load":
+        makers.append(_armed)
+    if (isinstance(op, N.Copy) and op.atom == "tma.store") or _is_wgmma(op):
+        makers.append(_proxy)
+    if _is_wgmma(op):
+        makers.append(_descriptor)
+    makers.append(_visibility)
+    makers += R.MAKERS
+    for make in makers:
+        try:
+            make(b, site)
+        except NotModelled as err:
+            b.unknown(_PROPERTY_OF.get(make, "async"), site, f"not modelled at {site.describe()}: {err}")
+        except (EncodingError, T.TermError) as err:
+            b.unknown(_PROPERTY_OF.get(make, "async"), site, f"cannot encode {site.describe()}: {err.message}")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _block(a: Any, inst: Instance) -> dict:
+    return {s: inst.values[s] for s in a.block_ids}
+
+
+def _roles(a: Any, inst: Instance, view: N.View | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "thread": inst.values.get(a.tid),
+        "block": tuple(inst.values.get(s) for s in a.block_ids),
+        "iteration": {lp.var.name: inst.values[lp.var] for lp in inst.site.loops},
+    }
+    if view is not None:
+        out["element"] = tuple(inst.values[s] for s in a._coord_symbols(view))
+        out["logical"] = a.logical(inst, view)
+        out["view"] = view
+    return out
+
+
+def _other(a: Any, inst: Instance, access: M.Access) -> dict[str, Any]:
+    info = {"other_site": inst.site, "other_access": access, "other_thread": inst.values.get(a.tid),
+            "other_block": tuple(inst.values.get(s) for s in a.block_ids),
+            "other_iteration": {lp.var.name: inst.values[lp.var] for lp in inst.site.loops}}
+    coords = [inst.values.get(s) for s in a._coord_symbols(access.view)]
+    if all(c is not None for c in coords):
+        info["other_element"] = tuple(coords)
+    return info
+
+
+def _at(site: Site, values: dict) -> Instance:
+    return Instance(site, values)
+
+
+def _element(a: Any, m: Model, site: Site, values: dict) -> T.Term:
+    return a.encoder.term(element_expr(site, m.bars[site.index]), values)
+
+
+def _same_bar(m: Model, x: Site, y: Site) -> bool:
+    return m.bars[x.index].buffer.name == m.bars[y.index].buffer.name
+
+
+def _thread_path(a: Any, site: Site, values: dict) -> T.Term:
+    """``site``'s path (with its election) at ``values`` (a thread and iteration that need not
+    be the site's own)."""
+    return a.encoder.term(R.issue_path(site), values)
+
+
+def _issues(a: Any, inst: Instance) -> T.Term:
+    """The instance's thread executes its site (path and election)."""
+    return a.value(inst, R.issue_path(inst.site))
+
+
+def _rounds_before(a: Any, m: Model, bar: str, at: Instance, element: T.Term) -> T.Term:
+    """Rounds of arrivals on ``bar[element]`` before ``at``."""
+    sites = [s for s in m.arrives if m.bars[s.index].buffer.name == bar]
+    return m.counter.total(sites, at, element, m.bars)
+
+
+def _rounds_total(a: Any, m: Model, bar: str, values: dict, element: T.Term) -> T.Term:
+    sites = [s for s in m.arrives if m.bars[s.index].buffer.name == bar]
+    parts = [m.counter.count_before(s, None, element, element_expr(s, m.bars[s.index]), values) for s in sites]
+    return T.add(*parts) if parts else T.int_const(0)
+
+
+def wait_phase(a: Any, m: Model, wait: Site, values: dict) -> T.Term:
+    """The phase a wait instance observes (see :mod:`~argus.abstract_interp.mbarrier`)."""
+    op: N.MbarrierWait = wait.op
+    inst = _at(wait, values)
+    if op.phase is not None:
+        return a.encoder.term(wait.expr(op.phase), values)
+    element = _element(a, m, wait, values)
+    sites = [s for s in m.waits if _same_bar(m, s, wait)]
+    own = m.counter.total(sites, inst, element, m.bars)
+    parity = a.encoder.term(wait.expr(op.parity), values)
+    return T.ite(T.eq(T.floormod(T.sub(own, parity), 2), 0), own, T.sub(own, 1))
+
+
+def observed(a: Any, m: Model, at: Instance, bar: str, element: T.Term) -> T.Term:
+    """The phase of ``bar[element]`` the thread of ``at`` last observed before it (``-1``: the
+    initial state): its latest wait on that element in the same iteration, or before the loop."""
+    out: T.Term = T.int_const(-1)
+    for wait in m.waits:
+        if m.bars[wait.index].buffer.name != bar or wait.index >= at.site.index:
+            continue
+        if tuple(wait.loops) != common_loops(wait, at.site):
+            continue
+        values = dict(at.values)
+        hit = T.and_(_thread_path(a, wait, values), T.eq(_element(a, m, wait, values), element))
+        out = T.ite(hit, wait_phase(a, m, wait, values), out)  # later waits override earlier ones
+    return out
+
+
+def copy_phase(a: Any, m: Model, copy: Instance) -> T.Term:
+    """The phase a TMA copy joins: the round its issuer armed last in the same iteration, else
+    the next round."""
+    site = copy.site
+    bar = m.bars[site.index].buffer.name
+    element = _element(a, m, site, dict(copy.values))
+    rounds = _rounds_before(a, m, bar, copy, element)
+    own = {id(c) for c in site.conditions}
+    for armer in m.armers:
+        if armer.index >= site.index or m.bars[armer.index].buffer.name != bar or armer.loops != site.loops:
+            continue
+        if not all(id(c) in own for c in armer.conditions):
+            continue
+        same = T.and_(_thread_path(a, armer, dict(copy.values)), T.eq(_element(a, m, armer, dict(copy.values)), element))
+        if same is T.FALSE:
+            continue
+        return T.ite(same, T.sub(rounds, 1), rounds)
+    return rounds
+
+
+# --------------------------------------------------------------------------- mbarrier VCs
+
+
+def _initialized(b: Any, site: Site) -> None:
+    """The mbarrier is initialized, the init fenced, and (for another thread or the async
+    proxy) a barrier lies between the fence and this use."""
+    a = b.analysis
+    m = model(a)
+    bar = m.bars[site.index]
+    inst, hyps = a.fresh(site)
+    hyps.append(_issues(a, inst))
+    element = _element(a, m, site, dict(inst.values))
+    tma = isinstance(site.op, N.Copy)
+    options = []
+    for init in m.inits:
+        if init.index >= site.index or m.bars[init.index].buffer.name != bar.buffer.name or init.loops:
+            continue
+        e_init = a.encoder.term(element_expr(init, m.bars[init.index]), {})
+        init_threads = R.executing_threads(a, init, dict(inst.values))
+        for fence in m.init_fences:
+            if not (init.index < fence.index < site.index) or fence.loops:
+                continue
+            fence_threads = R.executing_threads(a, fence, dict(inst.values))
+            if fence_threads is not None and init_threads is not None and not set(init_threads) <= set(fence_threads):
+                continue
+            barrier_between = T.gt(a.epoch(inst), a.value(Instance(fence, inst.values), fence.epoch))
+            own = (T.FALSE if tma or init_threads is None
+                   else T.or_(*(T.eq(inst.values[a.tid], t) for t in init_threads)))
+            options.append(T.and_(T.eq(element, e_init), T.or_(barrier_between, own)))
+    goal = T.or_(*options) if options else T.FALSE
+    what = "a TMA copy completing on" if tma else f"{site.op.kind} of"
+    b.add("mbarrier", site, hyps, goal,
+          f"{what} %{bar.buffer.name} comes after its mbarrier_init, fence.mbarrier_init and a barrier",
+          _roles(a, inst))
+
+
+def _arrivals(b: Any, site: Site) -> None:
+    """Every round of arrivals on the element brings exactly its init count."""
+    a = b.analysis
+    m = model(a)
+    op: N.MbarrierArrive = site.op
+    if not op.count:
+        return
+    bar = m.bars[site.index]
+    inst, hyps = a.fresh(site)
+    values = dict(inst.values)
+    arrived = R.thread_sum(a, site, values, op.count)
+    element = _element(a, m, site, values)
+    count = _init_count(a, m, bar.buffer.name, element, site)
+    roles = _roles(a, inst)
+    roles["arrivals"] = arrived
+    waits = [w for w in m.waits if m.bars[w.index].buffer.name == bar.buffer.name]
+    if waits:  # a round short of arrivals shows up as a waiter that never returns
+        w = waits[0]
+        winst = Instance(w, {**values, **{lp.var: T.int_var(f"{lp.var.name}'w", symbolic.static_value(lp.start))
+                                          for lp in w.loops}})
+        roles["alternatives"] = [(T.lt(arrived, count), _other(a, winst, M.Access(m.bars[w.index], "mbarrier", "sync")))]
+    b.add("mbarrier", site, hyps, T.or_(T.eq(arrived, 0), T.eq(arrived, count)),
+          f"the arrivals of one round on %{bar.buffer.name} equal its init count", roles)
+
+
+def _init_count(a: Any, m: Model, bar: str, element: T.Term, site: Site) -> T.Term:
+    out: T.Term | None = None
+    for init in m.inits:
+        if m.bars[init.index].buffer.name != bar or init.loops:
+            continue
+        e = a.encoder.term(element_expr(init, m.bars[init.index]), {})
+        out = T.ite(T.eq(element, e), init.op.count, out if out is not None else -1)
+    if out is None:
+        raise NotModelled(f"%{bar} has no mbarrier_init outside loops")
+    return out
+
+
+def _armed_copies(m: Model, armer: Site) -> list[Site]:
+    """The TMA copies the arrive arms: later copies on the same mbarrier element in the same
+    iteration and branch, up to the next arming arrive."""
+    out = []
+    name = m.bars[armer.index].buffer.name
+    mine = {id(c) for c in armer.conditions}
+    elem = element_expr(armer, m.bars[armer.index])
+    for site in m.tma_loads + m.armers:
+        if site.index <= armer.index or site.loops != armer.loops or m.bars[site.index].buffer.name != name:
+            continue
+        if not all(id(c) in {id(x) for x in site.conditions} for c in armer.conditions if id(c) in mine):
+            continue
+        if sympy.simplify(element_expr(site, m.bars[site.index]) - elem) != 0:
+            continue
+        if isinstance(site.op, N.MbarrierArrive):
+            break
+        out.append(site)
+    return sorted(out, key=lambda s: s.index)
+
+
+def box_bytes(view: N.View) -> int:
+    """Bytes a TMA box delivers into shared memory: the whole box, zero-filled parts included."""
+    n = 1
+    for e in view_extents(view):
+        v = symbolic.static_value(e)
+        if v is None:
+            raise NotModelled(f"a TMA box of %{view.buffer.name} with a symbolic extent")
+        n *= v
+    return n * (view.buffer.dtype.bits // 8)
+
+
+def _expect_tx(b: Any, site: Site) -> None:
+    a = b.analysis
+    m = model(a)
+    if site not in m.armers:
+        return
+    op: N.MbarrierArrive = site.op
+    inst, hyps = a.fresh(site)
+    hyps.append(_issues(a, inst))
+    values = dict(inst.values)
+    declared = a.value(inst, op.expect_tx)
+    copies = _armed_copies(m, site)
+    parts = []
+    for c in copies:
+        here = T.and_(*(a.encoder.term(c.expr(cond.expr), values) for cond in c.conditions
+                        if cond.what != "loop" and cond not in site.conditions))
+        parts.append(T.ite(here, box_bytes(c.op.dst), 0))
+    delivered = T.add(*parts) if parts else T.int_const(0)
+    roles = _roles(a, inst)
+    roles["declared"], roles["delivered"] = declared, delivered
+    alternatives = []
+    if copies:
+        last = copies[-1]
+        readers = _readers(a, m, last.op.dst.buffer.name)
+        if readers:
+            r_site, r_view = readers[0]
+            rinst = Instance(r_site, {**values, **{lp.var: T.int_var(f"{lp.var.name}'r", symbolic.static_value(lp.start))
+                                                   for lp in r_site.loops}})
+            alternatives.append((T.lt(declared, delivered), _other(a, rinst, M.Access(r_view, "read", "read"))))
+    waits = [w for w in m.waits if _same_bar(m, w, site)]
+    if waits:
+        w = waits[0]
+        winst = Instance(w, {**values, **{lp.var: T.int_var(f"{lp.var.name}'w", symbolic.static_value(lp.start))
+                                          for lp in w.loops}})
+        alternatives.append((T.gt(declared, delivered), _other(a, winst, M.Access(m.bars[w.index], "mbarrier", "sync"))))
+    roles["alternatives"] = alternatives
+    b.add("expect-tx", site, hyps, T.eq(declared, delivered),
+          f"the transaction bytes declared on %{m.bars[site.index].buffer.name} equal the bytes of the TMA "
+          "boxes of that phase", roles)
+
+
+def _armed(b: Any, site: Site) -> None:
+    """A TMA copy whose bytes no arrive of its iteration declares is stated by the arrive
+    that does, which the closed forms cannot find."""
+    m = model(b.analysis)
+    if any(site in _armed_copies(m, armer) for armer in m.armers):
+        return
+    b.unknown("expect-tx", site, f"the transaction bytes of the TMA copy at {site.op.loc} are not declared by "
+              "an arrive.expect_tx of the same iteration")
+
+
+def _phase(b: Any, site: Site) -> None:
+    """The wait's phase is one that completes (no deadlock) and its parity is that phase's."""
+    a = b.analysis
+    m = model(a)
+    op: N.MbarrierWait = site.op
+    inst, hyps = a.fresh(site)
+    hyps.append(_issues(a, inst))
+    values = dict(inst.values)
+    bar = m.bars[site.index].buffer.name
+    element = _element(a, m, site, values)
+    phase = wait_phase(a, m, site, values)
+    total = _rounds_total(a, m, bar, values, element)
+    parity = a.encoder.term(site.expr(op.parity), values)
+    roles = _roles(a, inst)
+    roles["phase"], roles["rounds"] = phase, total
+    goal = T.and_(T.lt(phase, total), T.eq(T.floormod(phase, 2), T.floormod(parity, 2)))
+    message = f"the phase this thread waits for on %{bar} completes and has the parity it waits with"
+    if op.phase is None and _guards_reads(a, m, site):
+        # a consumer's parity names the phase of its data: its own count of waits on the element
+        own = m.counter.total([s for s in m.waits if _same_bar(m, s, site)], inst, element, m.bars)
+        goal = T.and_(goal, T.eq(T.floormod(parity, 2), T.floormod(own, 2)))
+        roles["phase"] = own
+        message = (f"the parity this thread waits with on %{bar} is that of the phase its data's copies join "
+                   "(its own count of waits on the element), and that phase completes")
+    b.add("phase", site, hyps, goal, message, roles)
+
+
+def _guards_reads(a: Any, m: Model, wait: Site) -> bool:
+    """Does the wait come before reads, in its loop body, of memory that TMA copies completing
+    on its mbarrier write (the wait of a consumer, not of a producer)?"""
+    name = m.bars[wait.index].buffer.name
+    filled = {c.op.dst.buffer.name for c in m.tma_loads if m.bars[c.index].buffer.name == name}
+    return any(v.buffer.name in filled for s in a.program.sites if s.index > wait.index and s.loops == wait.loops
+               for v, _, _ in _reads(a, s))
+
+
+# --------------------------------------------------------------------------- reads of async data
+
+
+def _reads(a: Any, site: Site) -> list[tuple[N.View, M.Access, bool]]:
+    """``(view, access, asynchronous)`` of each read of shared memory at ``site``; wgmma
+    operands read until their ``wait_group``."""
+    out = []
+    op = site.op
+    if _is_wgmma(op):
+        for view, role in ((op.a, "a"), (op.b, "b")):
+            if view.space is N.MemorySpace.SHARED:
+                out.append((view, M.Access(view, role, "read"), True))
+        return out
+    for acc in a.accesses.get(site.index, []):
+        if acc.kind == "read" and acc.buffer.space is N.MemorySpace.SHARED:
+            out.append((acc.view, acc, False))
+    return out
+
+
+def _readers(a: Any, m: Model, buffer: str) -> list[tuple[Site, N.View]]:
+    return [(s, v) for s in a.program.sites for v, _, _ in _reads(a, s) if v.buffer.name == buffer]
+
+
+def _visibility(b: Any, site: Site) -> None:
+    """One VC per site: each of its reads of asynchronously written memory, against every
+    instance of every asynchronous copy into that buffer."""
+    a = b.analysis
+    m = model(a)
+    reads = [(v, acc, w) for v, acc, w in _reads(a, site) if m.async_writers.get(v.buffer.name)]
+    if not reads:
+        return
+    inst, hyps = a.fresh(site, view=reads[0][0])
+    block = _block(a, inst)
+    conflicts, alternatives = [], []
+    # the copies share their issuing thread and loop counters: a model moves them together, so
+    # the copy it names is the first one the interpreter meets
+    shared_tid, shared_loops = a.encoder.thread_var("'w"), {}
+    for w in (w for v, _, _ in reads for w in m.async_writers[v.buffer.name]):
+        for lp in w.loops:
+            lo, hi = symbolic.static_value(lp.start), symbolic.static_value(lp.stop)
+            shared_loops.setdefault(lp.var, T.int_var(f"{lp.var.name}'w", lo, hi - 1 if hi is not None else None))
+    for view, access, wgmma in reads:
+        here = inst
+        if view is not reads[0][0]:
+            coords, more = a.coordinates(view, f"'{access.role}")
+            here = inst.bind(coords)
+            hyps = hyps + more
+        for w in m.async_writers[view.buffer.name]:
+            winst, more = a.fresh(w, f"'{w.index}", view=w.op.dst, block=block, tid=shared_tid, loops=shared_loops)
+            dst = a.accesses[w.index][1]
+            same = T.eq(a.key(here, view), a.key(winst, w.op.dst))
+            active = T.and_(a.active(here, access), _issues(a, here), a.active(winst, dst), _issues(a, winst),
+                            same, *more)
+            if active is T.FALSE:
+                continue
+            if w.op.atom == "tma.load":
+                ok = _tma_ordered(a, m, here, wgmma, winst)
+            else:
+                ok = _cp_async_ordered(a, m, here, winst)
+            conflict = T.and_(active, T.not_(ok))
+            conflicts.append(conflict)
+            alternatives.append((conflict, _other(a, winst, dst)))
+    if not conflicts:
+        return
+    view, access, _ = reads[0]
+    names = ", ".join(f"%{v.buffer.name} ({acc.role})" for v, acc, _ in reads)
+    roles = {**_roles(a, inst, view), "access": access, "alternatives": alternatives}
+    b.add("async", site, hyps, T.not_(T.or_(*conflicts)),
+          f"the reads of {names} see only asynchronous copies that completed and were made visible to this "
+          "thread, and none that overwrites them before their release", roles)
+
+
+def _tma_ordered(a: Any, m: Model, reader: Instance, wgmma: bool, copy: Instance) -> T.Term:
+    """The copy is observed by the reader, or issued after the issuer observed the reader's release."""
+    bar = m.bars[copy.site.index].buffer.name
+    element = _element(a, m, copy.site, dict(copy.values))
+    seen = T.le(copy_phase(a, m, copy), observed(a, m, reader, bar, element))
+    return T.or_(seen, _released(a, m, reader, wgmma, copy))
+
+
+def _released(a: Any, m: Model, reader: Instance, wgmma: bool, writer: Instance) -> T.Term:
+    """The writer's thread observed, before the write, the round of the reader's release."""
+    guards = {m.bars[w.index].buffer.name for w in m.waits
+              if w.index < writer.site.index and tuple(w.loops) == common_loops(w, writer.site)}
+    if not guards:
+        return T.FALSE
+    site = reader.site
+    start = site.index
+    if wgmma:
+        retire = [w for w in m.wgmma_waits if w.index > site.index and w.loops == site.loops and w.op.pending == 0]
+        if not retire:
+            return T.FALSE
+        start = retire[0].index
+    releases = [s for s in m.arrives if m.bars[s.index].buffer.name in guards and s.loops == site.loops]
+    after = [s for s in releases if s.index > start]
+    values = dict(reader.values)
+    if after:
+        release = after[0]
+    elif releases and site.loops:
+        release = releases[0]  # the next iteration's
+        loop = site.loops[-1]
+        values[loop.var] = T.add(values[loop.var], loop.step)
+    else:
+        return T.FALSE
+    at = Instance(release, values)
+    name = m.bars[release.index].buffer.name
+    element = _element(a, m, release, values)
+    rho = _rounds_before(a, m, name, at, element)
+    in_range = T.TRUE
+    if release is not (after[0] if after else None) and site.loops:
+        loop = site.loops[-1]
+        in_range = T.lt(values[loop.var], a.encoder.term(loop.stop, dict(reader.values)))
+    return T.and_(in_range, _thread_path(a, release, values),
+                  T.ge(observed(a, m, writer, name, element), rho))
+
+
+def _cp_async_ordered(a: Any, m: Model, reader: Instance, copy: Instance) -> T.Term:
+    """The copy's group completed by the issuer's wait, before the read (same thread) or before
+    a barrier that precedes the read (another thread) — or the copy comes after the read."""
+    tid = a.tid
+    same_thread = T.eq(reader.values[tid], copy.values[tid])
+    group = _commits(a, m, copy)
+    mine = T.and_(a.precedes(copy, reader), T.lt(group, _done(a, m, copy, reader, True)))
+    later_mine = T.not_(a.precedes(copy, reader))
+    e_r, e_w = a.epoch(reader), a.epoch(copy)
+    theirs = T.and_(T.lt(e_w, e_r), T.lt(group, _done(a, m, copy, reader, False)))
+    later_theirs = T.gt(e_w, e_r)
+    return T.ite(same_thread, T.or_(mine, later_mine), T.or_(theirs, later_theirs))
+
+
+def _commits(a: Any, m: Model, at: Instance) -> T.Term:
+    parts = [m.counter.count_before(c, at) for c in m.cp_commits]
+    return T.add(*parts) if parts else T.int_const(0)
+
+
+def _done(a: Any, m: Model, copy: Instance, reader: Instance, own: bool) -> T.Term:
+    """Groups the copy's thread completed with its latest wait before the read (``own``) or
+    before the last barrier before the read: ``commits − n`` of that wait."""
+    best: T.Term = T.int_const(0)
+    for wait in m.cp_waits:
+        common = common_loops(wait, reader.site)
+        if tuple(wait.loops) != common and common:
+            continue
+        values = {**reader.values, a.tid: copy.values[a.tid]}
+        candidates = []
+        if wait.loops and common:
+            loop = wait.loops[-1]
+            k = reader.values[loop.var]
+            candidates.append((values, T.bool_const(wait.index < reader.site.index)))
+            candidates.append(({**values, loop.var: T.sub(k, loop.step)},
+                               T.le(a.encoder.term(loop.start, values), T.sub(k, loop.step))))
+        elif wait.loops:
+            if wait.index > reader.site.index or len(wait.loops) > 1:
+                continue
+            loop = wait.loops[0]
+            trips = a.encoder.term(loop.trip_count(), values)
+            last = a.encoder.term(loop.start + loop.step * (loop.trip_count() - 1), values)
+            candidates.append(({**values, loop.var: last}, T.gt(trips, 0)))
+        else:
+            candidates.append((values, T.bool_const(wait.index < reader.site.index)))
+        for vals, exists in candidates:
+            w_inst = Instance(wait, vals)
+            before = exists if own else T.and_(exists, T.lt(a.epoch(w_inst), a.epoch(reader)))
+            if before is T.FALSE:
+                continue
+            done = T.sub(_commits(a, m, w_inst), wait.op.pending)
+            hit = T.and_(before, _thread_path(a, wait, vals))
+            best = T.ite(T.and_(hit, T.gt(done, best)), done, best)
+    return best
+
+
+# --------------------------------------------------------------------------- proxy fences, descriptors
+
+
+def _proxy(b: Any, site: Site) -> None:
+    """Ordinary writes of what the async proxy reads are fenced by their writers."""
+    a = b.analysis
+    m = model(a)
+    op = site.op
+    views = [op.src] if isinstance(op, N.Copy) else [v for v in (op.a, op.b) if v.space is N.MemorySpace.SHARED]
+    for view in views:
+        writers = [(s, acc) for s in a.program.sites if s.index < site.index or common_loops(s, site)
+                   for acc in a.accesses.get(s.index, [])
+                   if acc.kind == "write" and acc.buffer is view.buffer and not isinstance(acc, AsyncAccess)]
+        if not writers:
+            continue
+        inst, hyps = a.fresh(site, view=view)
+        block = _block(a, inst)
+        conflicts, alternatives = [], []
+        for w, acc in writers:
+            winst, more = a.fresh(w, f"'{w.index}", view=acc.view, block=block)
+            hit = T.and_(a.active(inst, M.Access(view, "src", "read")), _issues(a, inst), a.active(winst, acc),
+                         T.eq(a.key(inst, view), a.key(winst, acc.view)), a.precedes(winst, inst)
+                         if common_loops(w, site) else T.TRUE, *more)
+            if hit is T.FALSE:
+                continue
+            fenced = []
+            for f in m.proxy_fences:
+                if f.index <= w.index or f.loops != w.loops:
+                    continue
+                finst = Instance(f, {**winst.values})
+                fenced.append(T.and_(_thread_path(a, f, dict(winst.values)), T.lt(a.epoch(finst), a.epoch(inst))))
+            conflict = T.and_(hit, T.not_(T.or_(*fenced)) if fenced else T.TRUE)
+            conflicts.append(conflict)
+            alternatives.append((conflict, _other(a, winst, acc)))
+        if not conflicts:
+            continue
+        reader = "a TMA store" if isinstance(op, N.Copy) else "a wgmma"
+        roles = {**_roles(a, inst, view), "alternatives": alternatives}
+        b.add("proxy", site, hyps, T.not_(T.or_(*conflicts)),
+              f"ordinary writes of %{view.buffer.name} that {reader} reads are followed by fence.proxy.async "
+              "in their thread and a barrier", roles)
+
+
+def _descriptor(b: Any, site: Site) -> None:
+    """The wgmma operand's swizzle (its descriptor's mode) is the swizzle of the TMA boxes
+    that fill its buffer."""
+    a = b.analysis
+    m = model(a)
+    op = site.op
+    for view in (op.a, op.b):
+        if view.space is not N.MemorySpace.SHARED:
+            continue
+        fills = [s for s in m.tma_loads if s.op.dst.buffer.name == view.buffer.name]
+        mismatched = [s for s in fills if s.op.dst.swizzle != view.swizzle]
+        inst, hyps = a.fresh(site, view=view)
+        roles = _roles(a, inst, view)
+        roles["descriptor"] = str(view.swizzle)
+        if mismatched:
+            winst, _ = a.fresh(mismatched[0], "'d", view=mismatched[0].op.dst, block=_block(a, inst))
+            roles["alternatives"] = [(T.TRUE, _other(a, winst, a.accesses[mismatched[0].index][1]))]
+            roles["tma"] = str(mismatched[0].op.dst.swizzle)
+        goal = T.not_(a.path(inst)) if mismatched else T.TRUE
+        b.add("descriptor", site, hyps, goal,
+              f"the wgmma descriptor of %{view.buffer.name} has the swizzle of the TMA boxes that fill it", roles,
+              structural=None if mismatched else "the operand's swizzle equals every filling TMA box's")
+
+
+_PROPERTY_OF = {_initialized: "mbarrier", _arrivals: "mbarrier", _expect_tx: "expect-tx", _armed: "expect-tx",
+                _phase: "phase", _visibility: "async", _proxy: "proxy", _descriptor: "descriptor"}
