@@ -77,6 +77,7 @@ M32 = 0xFFFFFFFF
 M64 = (1 << 64) - 1
 VCC, M0, EXEC = 106, 124, 126
 MAX_STEPS = 5_000_000  # per wave
+LDS_LIMIT = 65536  # bytes of LDS one gfx942 workgroup may allocate (CDNA3: 64 KiB per CU)
 
 
 class EmulationError(ArgusError):
@@ -198,6 +199,19 @@ class KernelImage:
         entry = entries[0]
         size = entry.get(".reqd_workgroup_size") or [entry[".max_flat_workgroup_size"], 1, 1]
         threads = int(np.prod(size))
+        # the initial state the emulator sets up: s[0:1] = kernarg pointer (the only user SGPRs),
+        # workgroup ids after it, 1-D work-item ids, no scratch
+        if not kd.kernarg_segment_ptr or kd.user_sgpr_count != 2:
+            raise EmulationError(f"{kernel}: the descriptor asks for {kd.user_sgpr_count} user SGPRs "
+                                 f"(kernarg pointer: {kd.kernarg_segment_ptr}); the emulator sets up only the "
+                                 "kernarg segment pointer in s[0:1]")
+        if kd.group_segment_fixed_size > LDS_LIMIT:
+            raise EmulationError(f"{kernel}: the descriptor asks for {kd.group_segment_fixed_size} bytes of LDS, more "
+                                 f"than the {LDS_LIMIT} a gfx942 workgroup may allocate")
+        if kd.private_segment_fixed_size:
+            raise EmulationError(f"{kernel}: the kernel uses scratch memory, which the emulator does not model")
+        if list(size)[1:] not in ([1, 1], [1], []):
+            raise EmulationError(f"{kernel}: workgroup size {size}: only 1-D workgroups are modelled")
         return KernelImage(kernel, program_of(hsaco, kernel), threads, kd.group_segment_fixed_size,
                            kd.workgroup_id_enabled, kd.user_sgpr_count, kd.kernarg_size,
                            list(entry.get(".args") or []))

@@ -26,21 +26,37 @@ def test_run_vector_add_in_the_emulator(capsys):
     assert out.rstrip().endswith("argus run: PASS")
 
 
+def _refuse(kernel, *args, **kwargs):
+    from argus.runtime.gate import VerificationRequired
+
+    raise VerificationRequired(f"{kernel.name} is not proved (verdict unknown); it will not be compiled")
+
+
 @needs_llvm
-def test_unproved_kernel_is_refused_unless_emulated_with_unproved(capsys):
-    args = ["run", str(EXAMPLES / "gemm_mfma.py"), "--target", "gfx942", "--emulate", "--sizes", "M=64", "N=64",
-            "K=64", "--consts", "BN=64"]
-    rc = main(args)
+def test_the_gate_refuses_an_unproved_kernel(capsys, monkeypatch):
+    # the gate's answer is stubbed: what is tested is that argus run honours a refusal
+    monkeypatch.setattr("argus.runtime.gate.require_proof", _refuse)
+    rc = main(["run", str(EXAMPLES / "vector_add.py"), "--target", "gfx942", "--emulate", "--sizes", "n=64"])
     captured = capsys.readouterr()
-    if rc == 1:  # the verifier answers unknown for this specialization today
-        assert "argus run: refused:" in captured.err and "--unproved" in captured.err
-        assert "c: max abs err" not in captured.out
-        rc = main([*args, "--unproved"])
-        out = capsys.readouterr().out
-        assert rc == 0, out
-        assert "NOT PROVED" in out and "c: max abs err" in out and "PASS" in out
-    else:  # once proved it runs without the flag
-        assert rc == 0 and "NOT PROVED" not in captured.out
+    assert rc == 1
+    assert "argus run: refused: vector_add is not proved" in captured.err and "--unproved" in captured.err
+    assert "max abs err" not in captured.out
+
+
+@needs_llvm
+def test_unproved_runs_in_the_emulator_without_the_gate(capsys, monkeypatch):
+    # gemm_mfma is not proved yet (the verifier answers unknown); --unproved skips the gate
+    monkeypatch.setattr("argus.runtime.gate.require_proof", _refuse)
+    rc = main(["run", str(EXAMPLES / "gemm_mfma.py"), "--target", "gfx942", "--emulate", "--sizes", "M=64", "N=64",
+               "K=64", "--consts", "BN=64", "--unproved"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "gate skipped (--unproved)" in out and "c: max abs err" in out and out.rstrip().endswith("PASS")
+
+
+def test_unproved_is_for_the_emulator_only(capsys):
+    assert main(["run", str(EXAMPLES / "vector_add.py"), "--sizes", "n=10", "--unproved"]) == 2
+    assert "--unproved only applies to the emulator" in capsys.readouterr().err
 
 
 def test_emulate_needs_gfx942(capsys):
