@@ -27,11 +27,13 @@ Model
   order).  Reading or overwriting a register an outstanding load writes is a
   ``use-before-waitcnt`` finding; LDS accesses of different waves to one byte between two
   barriers (one of them a write) are an ``lds-race``; an ``s_barrier`` reached with LDS writes
-  outstanding is ``barrier-lds-in-flight``.  Findings name the workgroup, wave, lane and
+  outstanding is ``barrier-lds-in-flight``; a VGPR read in lanes nothing wrote is
+  ``undefined-register``; an MFMA result read too few wait states after the MFMA (counted on
+  the executed path) is ``mfma-wait-states``.  Findings name the workgroup, wave, lane and
   instruction.
 
-Not modelled: instruction timing and wait states (the static checker
-:mod:`argus.backend_amdgcn.hazards` covers the MFMA and VALU wait states), caches and memory
+Not modelled: instruction timing, wait states other than MFMA results (the static checker
+:mod:`argus.backend_amdgcn.hazards` covers the VALU ones), caches and memory
 ordering between workgroups (workgroups run one after another), scratch, traps, the
 transcendental instructions' approximation error (``v_exp_f32``, ``v_log_f32``,
 ``v_rcp_f32``, ``v_rsq_f32``, ``v_sqrt_f32`` are computed correctly rounded; the hardware is
@@ -245,6 +247,8 @@ class Wave:
     state: str = "run"  # run, barrier, done
     steps: int = 0
     pending: list[Pending] = field(default_factory=list)
+    slots: int = 0  # wait states issued so far (s_nop N counts N + 1)
+    mfma_results: list = field(default_factory=list)  # (registers, slot, wait states needed, instruction)
 
     @property
     def exec(self) -> int:
@@ -410,6 +414,9 @@ class Machine:
                 self.check_registers(wave, inst)
             if inst.vreads:
                 self.check_defined(wave, inst)
+            if wave.mfma_results:
+                self.check_mfma_latency(wave, inst)
+            wave.slots += inst.slots
             handler = inst.handler
             if handler is None:
                 raise self.fault(wave, inst, f"{inst.op} is not an instruction the emulator knows")
@@ -438,6 +445,23 @@ class Machine:
                 lane = int(lanes[0]) if lanes.size else None
             self.report("use-before-waitcnt", wave, inst,
                         f"{how} {reg[0]}{reg[1]} before the s_waitcnt that completes its load", lane, p.inst)
+
+    def check_mfma_latency(self, wave: Wave, inst: Instruction) -> None:
+        """A non-MFMA instruction that reads an MFMA's result needs the MFMA's latency in wait
+        states between them (not interlocked); an MFMA reading it as SrcC is interlocked."""
+        keep = []
+        for regs, slot, needed, producer in wave.mfma_results:
+            gap = wave.slots - slot
+            if gap >= needed:
+                continue
+            keep.append((regs, slot, needed, producer))
+            if inst.handler is _mfma or not (regs & inst.reads):
+                continue
+            reg = sorted(regs & inst.reads)[0]
+            self.report("mfma-wait-states", wave, inst,
+                        f"reads {reg[0]}{reg[1]} {gap} wait state(s) after the MFMA that writes it; the result "
+                        f"needs {needed}", 0, producer)
+        wave.mfma_results = keep
 
     def check_defined(self, wave: Wave, inst: Instruction) -> None:
         lanes = wave.exec_mask() if mfma_shape(inst.op) is None else np.ones(WAVE, bool)
@@ -596,6 +620,7 @@ def _prepare(inst: Instruction) -> None:
     if inst.op == "v_div_fmas_f32" or (inst.op == "v_cndmask_b32" and inst.encoding != "e64"):
         reads |= {("s", VCC), ("s", VCC + 1)}
     inst.reads = frozenset(reads)  # type: ignore[attr-defined]
+    inst.slots = (int(inst.operands[0].value) + 1 if inst.operands else 1) if inst.op == "s_nop" else 1  # type: ignore[attr-defined]
     inst.vreads = tuple(sorted(i + (256 if f == "a" else 0) for f, i in reads if f in ("v", "a")))  # type: ignore[attr-defined]
     inst.writes = frozenset(writes)  # type: ignore[attr-defined]
 
@@ -1346,6 +1371,13 @@ def _mfma(m: Machine, w: Wave, inst: Instruction) -> None:
     regs[d.index: d.index + shape.acc_regs] = out
     base = d.index + (256 if d.kind == "a" else 0)
     w.defined[base: base + shape.acc_regs] = True
+    w.mfma_results.append((frozenset(d.regs()), w.slots, _mfma_latency(shape), inst))
+
+
+def _mfma_latency(shape) -> int:
+    """Wait states between an XDL MFMA and a VALU, VMEM, LDS or export read of its result on
+    CDNA3: the MFMA's passes (8 for 32x32 shapes, 4 for 16x16) plus 3."""
+    return (8 if shape.m == 32 else 4) + 3
 
 
 # --------------------------------------------------------------------------- LDS

@@ -28,9 +28,13 @@ GEMM_SIZES = {"M": 64, "N": 128, "K": 64}
 
 
 def example(name: str):
-    if name == "lds_direct_f32":
+    if name in ("lds_direct_f32", "mfma_tile"):
         import amdgcn_kernels
 
+        if name == "mfma_tile":
+            import argus.spec as A
+
+            return amdgcn_kernels.mfma_tile("v_mfma_f32_32x32x8_bf16", A.bf16, 32, 32, 8).specialize()
         return amdgcn_kernels.lds_direct_f32.specialize()
     (k,) = load_kernels(EXAMPLES / f"{name}.py")
     return k.specialize()
@@ -174,3 +178,13 @@ def test_direct_lds_load_with_a_wrong_m0_is_a_race():
     races = [f for f in emulation.findings if f.kind == "lds-race"]
     assert races and all("buffer_load_dword" in f.instruction and f.wave > 0 for f in races), \
         [str(f) for f in emulation.findings]
+
+
+def test_removed_mfma_wait_states_before_reading_the_result():
+    emulation, *_ = planted("mfma_tile", remove_line(r"^\s*s_nop 7"), {})
+    found = [f for f in emulation.findings if f.kind == "mfma-wait-states"]
+    assert found, [str(f) for f in emulation.findings]
+    first = found[0]
+    assert "global_store_dword" in first.instruction and "a0" in first.message
+    assert "v_mfma_f32_32x32x8_bf16" in first.producer and "needs 11" in first.message
+    assert first.wave == 0 and first.lane == 0
