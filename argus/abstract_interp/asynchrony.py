@@ -560,6 +560,10 @@ def _visibility(b: Any, site: Site) -> None:
         for lp in w.loops:
             lo, hi = symbolic.static_value(lp.start), symbolic.static_value(lp.stop)
             shared_loops.setdefault(lp.var, T.int_var(f"{lp.var.name}'w", lo, hi - 1 if hi is not None else None))
+    # a writer's own variables are named so that later writers sort first: the minimizer then
+    # keeps the earliest conflicting copy, the one the interpreter reports
+    writers = [w for v, _, _ in reads for w in m.async_writers[v.buffer.name]]
+    rank = {id(w): len(writers) - i for i, w in enumerate(writers)}
     for view, access, wgmma in reads:
         here = inst
         if view is not reads[0][0]:
@@ -567,7 +571,8 @@ def _visibility(b: Any, site: Site) -> None:
             here = inst.bind(coords)
             hyps = hyps + more
         for w in m.async_writers[view.buffer.name]:
-            winst, more = a.fresh(w, f"'{w.index}", view=w.op.dst, block=block, tid=shared_tid, loops=shared_loops)
+            winst, more = a.fresh(w, f"'w{rank[id(w)]}", view=w.op.dst, block=block, tid=shared_tid,
+                                  loops=shared_loops)
             dst = a.accesses[w.index][1]
             same = T.eq(a.key(here, view), a.key(winst, w.op.dst))
             active = T.and_(a.active(here, access), _issues(a, here), a.active(winst, dst), _issues(a, winst),

@@ -8,9 +8,10 @@ the loop counters, so every VC stays quantifier-free:
 * a **round** of an element is one dynamic execution of an arrive site on it (all the
   threads that execute that site in that iteration); the ``arrivals`` VC proves that every
   round brings exactly the init count, so round ``n`` *is* phase ``n``;
-* :func:`count_before` counts the executions of a site before an instance (or in the whole
-  run) whose element equals a given one: for a site in a loop whose element is
-  ``(k + c) % S`` that is ``⌊(hi − 1 − x) / S⌋ − ⌊(lo − 1 − x) / S⌋`` with ``x = e − c``;
+* :meth:`Counter.count_before` counts the executions of a site before an instance (or in the
+  whole run) whose element equals a given one: for a site in a loop whose element is
+  ``(k + c) % S`` that is ``⌊(hi − 1 − x) / S⌋ − ⌊(lo − 1 − x) / S⌋`` with ``x = e − c``; for
+  ``k + c`` it is ``[lo <= e − c < hi]``;
 * the phase a wait observes is its ``phase`` expression, or for a parity-only wait the phase
   of that parity among the thread's own count of earlier waits on the element and the one
   before it (``−1`` is the initial state, which a parity-1 wait passes at once);
@@ -138,9 +139,14 @@ class Counter:
             if elem is None:
                 return n
             return T.ite(T.eq(self.term(elem, values), element), n, 0)
+        shift = sympy.expand(elem - loop.var)
+        if loop.var not in shift.free_symbols:  # one element per iteration: elem == k + c
+            k = T.sub(element, self.term(shift, values))
+            return T.ite(T.and_(T.le(lo, k), T.lt(k, hi)), 1, 0)
         shape = _periodic(elem, loop.var)
         if shape is None:
-            raise NotModelled(f"mbarrier element {elem} is not (counter + c) % S in the loop at {loop.op.loc}")
+            raise NotModelled(f"mbarrier element {elem} is neither counter + c nor (counter + c) % S in the loop "
+                              f"at {loop.op.loc}")
         offset, stages = shape
         x = T.sub(element, self.term(offset, values))
         n = T.sub(T.floordiv(T.sub(T.sub(hi, 1), x), stages), T.floordiv(T.sub(T.sub(lo, 1), x), stages))

@@ -20,6 +20,7 @@ sizes and loop counters stay symbolic.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import sympy
@@ -33,14 +34,24 @@ REGISTER_FILE = 65536
 WARP = 32
 
 
+_ISSUE_PATHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def issue_path(site: Site) -> Any:
     """The site's path, and for a single-issuer op the election of its issuing thread."""
-    elected = getattr(site.op, "elected", None)
-    return site.path if elected is None else sympy.And(site.path, site.expr(elected))
+    got = _ISSUE_PATHS.get(site)
+    if got is None:
+        elected = getattr(site.op, "elected", None)
+        got = _ISSUE_PATHS[site] = site.path if elected is None else sympy.And(site.path, site.expr(elected))
+    return got
 
 
 def _path_at(a: Any, site: Site, values: dict, thread: int) -> T.Term:
     return a.encoder.term(issue_path(site), {**values, a.tid: T.int_const(thread)})
+
+
+def _only_thread(a: Any, site: Site) -> bool:
+    return sympy.sympify(issue_path(site)).free_symbols <= {a.tid}
 
 
 def thread_sum(a: Any, site: Site, values: dict, per_thread: Any) -> T.Term:
@@ -61,6 +72,15 @@ def thread_sum(a: Any, site: Site, values: dict, per_thread: Any) -> T.Term:
 def executing_threads(a: Any, site: Site, values: dict) -> list[int] | None:
     """The threads whose path at ``site`` holds, when that does not depend on anything but the
     thread (``None`` otherwise)."""
+    cache = a.__dict__.setdefault("_executing_threads", {})
+    if _only_thread(a, site):
+        if site.index not in cache:
+            cache[site.index] = _executing(a, site, {})
+        return cache[site.index]
+    return _executing(a, site, values)
+
+
+def _executing(a: Any, site: Site, values: dict) -> list[int] | None:
     out = []
     for t in range(a.encoder.threads):
         here = _path_at(a, site, values, t)
