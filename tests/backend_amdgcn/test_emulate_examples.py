@@ -97,6 +97,22 @@ def test_gemm_mfma_with_vgpr_accumulators_and_priorities():
         assert np.all(np.abs(got["c"] - ref["c"]) <= bound)
 
 
+def test_emulate_takes_a_code_object_numpy_buffers_and_a_grid():
+    """The low-level entry: the metadata's argument order, buffers written back in place."""
+    from argus.backend_amdgcn.emulate import emulate
+
+    ir = example("vector_add")
+    hsaco = emit(ir).assemble()
+    rng = np.random.default_rng(19)
+    n = 300
+    a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    c = np.full(n, np.nan, np.float32)
+    emulation = emulate(hsaco, "vector_add", [a, b, c, n], grid=(3,))
+    assert emulation.findings == [] and emulation.workgroups == 3
+    assert np.array_equal(c, a + b)
+    assert emulation.writer("c", 299).startswith("workgroup (2, 0, 0) wave 0 lane 43:")
+
+
 # --------------------------------------------------------------------------- backend test kernels
 
 import amdgcn_kernels as K  # noqa: E402
