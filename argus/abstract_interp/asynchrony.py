@@ -354,7 +354,8 @@ def _initialized(b: Any, site: Site) -> None:
             fence_threads = R.executing_threads(a, fence, dict(inst.values))
             if fence_threads is not None and init_threads is not None and not set(init_threads) <= set(fence_threads):
                 continue
-            barrier_between = T.gt(a.epoch(inst), a.value(Instance(fence, inst.values), fence.epoch))
+            barrier_between = T.or_(T.gt(a.epoch(inst), a.value(Instance(fence, inst.values), fence.epoch)),
+                                    T.bool_const(_cluster_barrier_between(a, fence, site)))
             own = (T.FALSE if tma or init_threads is None
                    else T.or_(*(T.eq(inst.values[a.tid], t) for t in init_threads)))
             options.append(T.and_(T.eq(element, e_init), T.or_(barrier_between, own)))
@@ -363,6 +364,13 @@ def _initialized(b: Any, site: Site) -> None:
     b.add("mbarrier", site, hyps, goal,
           f"{what} %{bar.buffer.name} comes after its mbarrier_init, fence.mbarrier_init and a barrier",
           _roles(a, inst))
+
+
+def _cluster_barrier_between(a: Any, first: Site, second: Site) -> bool:
+    """A cluster barrier every thread passes, outside loops, between two sites (it orders the
+    cluster's blocks, the own block included)."""
+    return any(isinstance(s.op, N.ClusterBarrier) and first.index < s.index < second.index and not s.loops
+               and not s.conditions for s in a.program.sites)
 
 
 def _arrivals(b: Any, site: Site) -> None:
@@ -433,6 +441,30 @@ def box_bytes(view: N.View) -> int:
     return n * (view.buffer.dtype.bits // 8)
 
 
+def _senders(a: Any, copy: Site, values: dict, hyps: list) -> Any:
+    """How many blocks' copies land in this block's barrier: 1 without multicast; with a
+    multicast mask, the blocks of the cluster (all issuing the copy) whose mask has this
+    block's rank."""
+    mask = copy.op.multicast
+    if mask is None:
+        return 1
+    size = 1
+    for d in a.kernel.launch.cluster:
+        size *= int(d)
+    masks = []
+    for p in range(size):
+        m = symbolic.static_value(sympy.sympify(copy.expr(mask)).xreplace({N.CLUSTER_RANK: p}))
+        if m is None:
+            raise NotModelled(f"the multicast mask of the TMA copy at {copy.op.loc} is not a constant per rank")
+        masks.append(m)
+    rank = a.encoder.term(N.CLUSTER_RANK, values)
+    hyps.append(T.and_(T.le(0, rank), T.lt(rank, size)))
+    out: Any = 0
+    for r in range(size):
+        out = T.ite(T.eq(rank, r), sum((m >> r) & 1 for m in masks), out)
+    return out
+
+
 def _expect_tx(b: Any, site: Site) -> None:
     a = b.analysis
     m = model(a)
@@ -448,7 +480,7 @@ def _expect_tx(b: Any, site: Site) -> None:
     for c in copies:
         here = T.and_(*(a.encoder.term(c.expr(cond.expr), values) for cond in c.conditions
                         if cond.what != "loop" and cond not in site.conditions))
-        parts.append(T.ite(here, box_bytes(c.op.dst), 0))
+        parts.append(T.ite(here, T.mul(box_bytes(c.op.dst), _senders(a, c, values, hyps)), 0))
     delivered = T.add(*parts) if parts else T.int_const(0)
     roles = _roles(a, inst)
     roles["declared"], roles["delivered"] = declared, delivered
