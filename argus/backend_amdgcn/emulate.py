@@ -556,7 +556,7 @@ def _ndefs(inst: Instruction) -> int:
     if op.startswith(("global_atomic", "buffer_atomic")):
         return 1 if ("sc0" in inst.modifiers or "glc" in inst.modifiers) else 0
     if op.startswith("v_cmp_") and inst.encoding != "e64":
-        return 0
+        return 1 if _vcc_first(inst) else 0
     if op in ("v_div_scale_f32", "v_mad_u64_u32"):
         return 2
     return 1
@@ -602,6 +602,12 @@ def _unsupported(inst: Instruction) -> str | None:
             inst.op in _VALU_F32 or inst.op.startswith(("v_cmp_", "v_div_", "v_cndmask", "v_cvt_"))):
         return f"source modifiers (neg/abs) of {inst.op} are not modelled"
     return None
+
+
+def _vcc_first(inst: Instruction) -> bool:
+    """VOPC in the 32-bit encoding writes VCC; llvm-objdump prints it as the first operand."""
+    first = inst.operands[0] if inst.operands else None
+    return first is not None and first.kind == "s" and first.index == VCC and first.count == 2
 
 
 def _prepare(inst: Instruction) -> None:
@@ -1100,7 +1106,7 @@ def _v_accvgpr(m: Machine, w: Wave, inst: Instruction) -> None:
 def _v_cmp(m: Machine, w: Wave, inst: Instruction) -> None:
     parts = inst.op.split("_")  # v, cmp, rel, type
     rel, kind = parts[2], parts[3]
-    srcs = inst.operands[1:] if inst.encoding == "e64" else inst.operands
+    srcs = inst.operands[1:] if inst.encoding == "e64" or _vcc_first(inst) else inst.operands
     if kind == "f32":
         a, b = (fread(m, w, o) for o in srcs[:2])
         with np.errstate(invalid="ignore"):
@@ -1383,10 +1389,10 @@ def _mfma_latency(shape) -> int:
 # --------------------------------------------------------------------------- LDS
 
 
-def _ds_width(op: str) -> tuple[int, bool]:
-    """(bytes, zero-extend sub-dword) of a ds_read/ds_write."""
+def _ds_width(op: str) -> int:
+    """Bytes a ds_read/ds_write moves (sub-dword reads zero-extend)."""
     suffix = op.rsplit("_", 1)[1]
-    return {"b8": 1, "u8": 1, "b16": 2, "u16": 2, "b32": 4, "b64": 8, "b96": 12, "b128": 16}[suffix], True
+    return {"b8": 1, "u8": 1, "b16": 2, "u16": 2, "b32": 4, "b64": 8, "b96": 12, "b128": 16}[suffix]
 
 
 def _lds_gather(m: Machine, addr: np.ndarray, ok: np.ndarray, nbytes: int) -> np.ndarray:
@@ -1417,7 +1423,7 @@ def _ds_offset(inst: Instruction) -> int:
 @_handler("ds_read_b32", "ds_read_b64", "ds_read_b96", "ds_read_b128", "ds_read_u8", "ds_read_u16")
 def _ds_read(m: Machine, w: Wave, inst: Instruction) -> None:
     d, vaddr = inst.operands
-    nbytes, _ = _ds_width(inst.op)
+    nbytes = _ds_width(inst.op)
     lanes = w.exec_mask()
     addr = (vread(m, w, vaddr).astype(np.int64) + _ds_offset(inst)) & M32  # 32-bit address arithmetic
     ok = m.lds_access(w, inst, addr, nbytes, False, lanes)
@@ -1431,7 +1437,7 @@ def _ds_read(m: Machine, w: Wave, inst: Instruction) -> None:
 @_handler("ds_write_b8", "ds_write_b16", "ds_write_b32", "ds_write_b64", "ds_write_b96", "ds_write_b128")
 def _ds_write(m: Machine, w: Wave, inst: Instruction) -> None:
     vaddr, data = inst.operands
-    nbytes, _ = _ds_width(inst.op)
+    nbytes = _ds_width(inst.op)
     lanes = w.exec_mask()
     addr = (vread(m, w, vaddr).astype(np.int64) + _ds_offset(inst)) & M32  # 32-bit address arithmetic
     ok = m.lds_access(w, inst, addr, nbytes, True, lanes)

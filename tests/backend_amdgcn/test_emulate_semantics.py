@@ -145,6 +145,17 @@ def test_exec_regions_and_saveexec():
     assert list(out[:12]) == [9] * 10 + [5, 5] and np.all(out[10:64] == 5)
 
 
+def test_vopc_e32_writes_vcc_and_cndmask_e32_reads_it():
+    text = PROLOGUE + """
+  v_mov_b32 v3, 1
+  v_mov_b32 v4, 2
+  v_cmp_gt_i32_e32 vcc, 20, v0
+  v_cndmask_b32_e32 v2, v3, v4, vcc
+""" + STORE_V2
+    _, (out,) = run(text)
+    assert np.array_equal(out[:64], np.where(LANES < 20, 2, 1))
+
+
 def test_partial_wave_leaves_dead_lanes_alone():
     _, (out,) = run(PROLOGUE + "  v_mov_b32 v2, 1\n" + STORE_V2, threads=40)
     assert np.all(out[:40] == 1) and np.all(out[40:64] == np.arange(40, 64) + 1000)
