@@ -1,8 +1,8 @@
-"""Acceptance of the gfx942 emulator: every gfx942-capable example (and the backend's fp8/bf16
-MFMA, FNUZ conversion and buffer-load test kernels) runs in the emulator on fresh random inputs
-and matches the reference interpreter — bit for bit where the arithmetic is exact, within the
-MMA tolerance for MFMA results and within 1e-5 relative for the softmax's transcendental and
-division sequences.  No hazard finding is reported.
+"""Acceptance of the gfx942 emulator: every gfx942-capable example runs in the emulator on
+fresh random inputs and matches the reference interpreter — bit for bit where the arithmetic
+is exact, within the MMA tolerance for MFMA results and within 1e-5 relative for the softmax's
+transcendental and division sequences.  No hazard finding is reported.  The decoded code
+object is the emitted instruction stream.
 
 ``row_softmax`` and ``gemm_mfma`` are not proved yet (the verifier answers unknown), so they are
 emitted through the ungated ``emit`` path, as the other backend tests do; what runs is the linked
@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import argus.spec as A
 from argus.backend_amdgcn.cfg import branch_target
 from argus.backend_amdgcn.compile import emit
 from argus.backend_amdgcn.emulate import KernelImage
@@ -95,80 +94,6 @@ def test_gemm_mfma_with_vgpr_accumulators_and_priorities():
         a, b = inputs["a"].reshape(64, 64), inputs["b"].reshape(64, 64)
         bound = numerics.mma_tolerance(a, b.T, acc_dtype="f32").reshape(-1)
         assert np.all(np.abs(got["c"] - ref["c"]) <= bound)
-
-
-def test_emulate_takes_a_code_object_numpy_buffers_and_a_grid():
-    """The low-level entry: the metadata's argument order, buffers written back in place."""
-    from argus.backend_amdgcn.emulate import emulate
-
-    ir = example("vector_add")
-    hsaco = emit(ir).assemble()
-    rng = np.random.default_rng(19)
-    n = 300
-    a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
-    c = np.full(n, np.nan, np.float32)
-    emulation = emulate(hsaco, "vector_add", [a, b, c, n], grid=(3,))
-    assert emulation.findings == [] and emulation.workgroups == 3
-    assert np.array_equal(c, a + b)
-    assert emulation.writer("c", 299).startswith("workgroup (2, 0, 0) wave 0 lane 43:")
-
-
-# --------------------------------------------------------------------------- backend test kernels
-
-import amdgcn_kernels as K  # noqa: E402
-
-
-@pytest.mark.parametrize("atom, dtype, shape", [
-    ("v_mfma_f32_32x32x8_bf16", A.bf16, (32, 32, 8)),
-    ("v_mfma_f32_16x16x16_bf16", A.bf16, (16, 16, 16)),
-    ("v_mfma_f32_32x32x16_fp8_fp8", A.e4m3fnuz, (32, 32, 16)),
-    ("v_mfma_f32_16x16x32_fp8_fp8", A.e4m3fnuz, (16, 16, 32)),
-])
-def test_single_mfma_tiles(atom, dtype, shape):
-    m, n, k = shape
-    ir = K.mfma_tile(atom, dtype, m, n, k).specialize()
-    inputs, got, ref, emulation = run_both(ir, {}, seed=15)
-    assert emulation.findings == []
-    a, b = inputs["a"].reshape(m, k), inputs["b"].reshape(n, k)
-    bound = numerics.mma_tolerance(a, b.T, acc_dtype="f32", in_dtype=str(dtype.name)).reshape(-1)
-    assert np.all(np.abs(got["c"] - ref["c"]) <= bound)
-    # a wrong lane layout would put products in the wrong places: far outside the bound
-    assert np.all(np.abs(got["c"].reshape(m, n) - a @ b.T) <= bound.reshape(m, n))
-
-
-@pytest.mark.parametrize("sat", [False, True])
-def test_fnuz_conversion_is_exact_including_overflow_and_nan(sat):
-    ir = K.to_fp8.specialize(SAT=sat)
-    n = 130
-    inputs = random_inputs(ir, {"n": n}, np.random.default_rng(16))
-    x = inputs["x"] * 80.0  # many magnitudes beyond 240 (e4m3fnuz max finite)
-    x[:4] = [np.nan, 247.0, 248.0, -1e9]
-    inputs["x"] = x
-    got, emulation = emulate_kernel(ir, {k: v.copy() for k, v in inputs.items()}, {"n": n})
-    ref = Interpreter(ir).run({k: v.copy() for k, v in inputs.items()}, {"n": n})
-    assert emulation.findings == []
-    assert compare("y", ref["y"], got["y"]).exact
-
-
-def test_buffer_loads_out_of_range_read_zero():
-    ir = K.buffer_copy.specialize()
-    n = 1000  # not a multiple of 256: the last block's tail is outside the buffer resource
-    _, got, ref, emulation = run_both(ir, {"n": n}, seed=17)
-    assert emulation.findings == []
-    assert compare("y", ref["y"], got["y"]).exact
-
-
-@pytest.mark.parametrize("kernel, sizes", [
-    ("lds_direct_f32", {"n": 768}),  # direct-to-LDS buffer loads, M0 = the wave's LDS base
-    ("lds_direct_bf16", {}),
-    ("wave_uniform_ids", {}),  # wave-uniform values through v_readfirstlane and scalar branches
-])
-def test_direct_lds_loads_and_wave_uniform_values(kernel, sizes):
-    ir = getattr(K, kernel).specialize()
-    _, got, ref, emulation = run_both(ir, sizes, seed=18)
-    assert emulation.findings == []
-    for tensor in ref:
-        assert compare(tensor, ref[tensor], got[tensor]).exact, tensor
 
 
 # --------------------------------------------------------------------------- encoding
