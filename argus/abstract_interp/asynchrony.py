@@ -31,6 +31,9 @@ property            VC
                     before the asynchronous read
 ``descriptor``      per wgmma operand in shared memory: its swizzle is the swizzle of every
                     TMA box that fills the buffer (the descriptor's mode)
+``wgmma``           per ordinary access of a wgmma accumulator, against every earlier wgmma
+                    instance of the thread on it: its group (wgmma commits before it) is
+                    below ``commits − n`` of the thread's latest ``wgmma.wait_group(n)``
 ==================  ========================================================================
 
 Warp roles, register budgets and named barriers are in :mod:`~argus.abstract_interp.roles`;
@@ -139,6 +142,8 @@ class Model:
     cp_commits: list[Site] = field(default_factory=list)
     cp_waits: list[Site] = field(default_factory=list)
     wgmma_waits: list[Site] = field(default_factory=list)
+    wgmma_commits: list[Site] = field(default_factory=list)
+    wgmmas: list[Site] = field(default_factory=list)
     init_fences: list[Site] = field(default_factory=list)
     proxy_fences: list[Site] = field(default_factory=list)
     async_writers: dict[str, list[Site]] = field(default_factory=dict)  # buffer -> cp.async / TMA loads
@@ -176,6 +181,10 @@ def model(analysis: Any) -> Model:
                 m.cp_waits.append(site)
             case N.AsyncWait(group=group) if group is N.HandleKind.WGMMA_GROUP:
                 m.wgmma_waits.append(site)
+            case N.AsyncCommit(handle=handle) if handle.kind is N.HandleKind.WGMMA_GROUP:
+                m.wgmma_commits.append(site)
+            case N.Mma() if _is_wgmma(op):
+                m.wgmmas.append(site)
             case N.Fence(fence="mbarrier_init"):
                 m.init_fences.append(site)
             case N.Fence(fence="proxy.async"):
@@ -205,7 +214,7 @@ def properties(b: Any, site: Site) -> None:
         makers.append(_proxy)
     if _is_wgmma(op):
         makers.append(_descriptor)
-    makers.append(_visibility)
+    makers += [_visibility, _accumulators]
     makers += R.MAKERS
     for make in makers:
         try:
@@ -686,16 +695,18 @@ def _cp_async_ordered(a: Any, m: Model, reader: Instance, copy: Instance) -> T.T
     return T.ite(same_thread, T.or_(mine, later_mine), T.or_(theirs, later_theirs))
 
 
-def _commits(a: Any, m: Model, at: Instance) -> T.Term:
-    parts = [m.counter.count_before(c, at) for c in m.cp_commits]
+def _commits(a: Any, m: Model, at: Instance, commits: list[Site] | None = None) -> T.Term:
+    """Groups the thread of ``at`` committed before it (cp.async groups unless ``commits``)."""
+    parts = [m.counter.count_before(c, at) for c in (m.cp_commits if commits is None else commits)]
     return T.add(*parts) if parts else T.int_const(0)
 
 
-def _done(a: Any, m: Model, copy: Instance, reader: Instance, own: bool) -> T.Term:
+def _done(a: Any, m: Model, copy: Instance, reader: Instance, own: bool, groups: str = "cp.async") -> T.Term:
     """Groups the copy's thread completed with its latest wait before the read (``own``) or
     before the last barrier before the read: ``commits − n`` of that wait."""
     best: T.Term = T.int_const(0)
-    for wait in m.cp_waits:
+    commits = m.cp_commits if groups == "cp.async" else m.wgmma_commits
+    for wait in (m.cp_waits if groups == "cp.async" else m.wgmma_waits):
         common = common_loops(wait, reader.site)
         if tuple(wait.loops) != common and common:
             continue
@@ -721,10 +732,47 @@ def _done(a: Any, m: Model, copy: Instance, reader: Instance, own: bool) -> T.Te
             before = exists if own else T.and_(exists, T.lt(a.epoch(w_inst), a.epoch(reader)))
             if before is T.FALSE:
                 continue
-            done = T.sub(_commits(a, m, w_inst), wait.op.pending)
+            done = T.sub(_commits(a, m, w_inst, commits), wait.op.pending)
             hit = T.and_(before, _thread_path(a, wait, vals))
             best = T.ite(T.and_(hit, T.gt(done, best)), done, best)
     return best
+
+
+# --------------------------------------------------------------------------- wgmma accumulators
+
+
+def _accumulators(b: Any, site: Site) -> None:
+    """An ordinary access of a wgmma accumulator comes after the ``wgmma.wait_group`` that
+    retires every earlier wgmma of the thread on it (until then the wgmma owns the registers)."""
+    a = b.analysis
+    m = model(a)
+    if isinstance(site.op, N.Mma) or not m.wgmmas:
+        return
+    for acc in a.accesses.get(site.index, []):
+        if acc.kind not in ("read", "write") or acc.buffer.space is not N.MemorySpace.REGISTER:
+            continue
+        owners = [g for g in m.wgmmas if acc.buffer.name in (g.op.c.buffer.name, g.op.d.buffer.name)
+                  and (g.index < site.index or common_loops(g, site))]
+        if not owners:
+            continue
+        inst, hyps = a.fresh(site, view=acc.view)
+        conflicts, alternatives = [], []
+        for g in owners:
+            ginst, more = a.fresh(g, f"'g{g.index}", block=_block(a, inst), tid=inst.values[a.tid])
+            group = _commits(a, m, ginst, m.wgmma_commits)
+            done = _done(a, m, ginst, inst, True, groups="wgmma")
+            conflict = T.and_(a.active(inst, acc), _issues(a, ginst), a.precedes(ginst, inst),
+                              T.ge(group, done), *more)
+            if conflict is T.FALSE:
+                continue
+            conflicts.append(conflict)
+            alternatives.append((conflict, _other(a, ginst, M.Access(g.op.d, "d", "write"))))
+        if not conflicts:
+            continue
+        roles = {**_roles(a, inst, acc.view), "access": acc, "alternatives": alternatives}
+        b.add("wgmma", site, hyps, T.not_(T.or_(*conflicts)),
+              f"the {acc.kind} of %{acc.buffer.name} comes after the wgmma_wait that retires the wgmmas "
+              "accumulating into it", roles)
 
 
 # --------------------------------------------------------------------------- proxy fences, descriptors
@@ -794,5 +842,5 @@ def _descriptor(b: Any, site: Site) -> None:
               structural=None if mismatched else "the operand's swizzle equals every filling TMA box's")
 
 
-_PROPERTY_OF = {_initialized: "mbarrier", _arrivals: "mbarrier", _expect_tx: "expect-tx", _armed: "expect-tx",
+_PROPERTY_OF = {_accumulators: "wgmma", _initialized: "mbarrier", _arrivals: "mbarrier", _expect_tx: "expect-tx", _armed: "expect-tx",
                 _phase: "phase", _visibility: "async", _proxy: "proxy", _descriptor: "descriptor"}

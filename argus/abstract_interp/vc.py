@@ -46,6 +46,7 @@ PROPERTIES = (
     "descriptor",      # a wgmma descriptor's swizzle is the swizzle of the TMA boxes filling it
     "role",            # a warp role does not touch another role's MMA accumulators
     "registers",       # setmaxnreg budgets fit the register file, agree within a warpgroup
+    "wgmma",           # a wgmma accumulator is accessed only after the wait_group that retires it
 )
 
 

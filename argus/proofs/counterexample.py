@@ -54,6 +54,7 @@ INTERPRETER_KINDS: dict[str, frozenset[str]] = {
     "phase": frozenset({"deadlock", "parity"}),
     "proxy": frozenset({"proxy"}),
     "registers": frozenset({"collective"}),
+    "wgmma": frozenset({"async"}),
 }
 
 #: replay refuses launches whose tensors hold more elements than this

@@ -153,6 +153,18 @@ def producer_writes_accumulator(kernel: N.Kernel) -> N.Kernel:
     return _with_body(kernel, _replace_ops(kernel.body, fn))
 
 
+def wgmma_wait_pending(kernel: N.Kernel, pending: int) -> N.Kernel:
+    """Every ``wgmma_wait`` leaves ``pending`` groups in flight (the last MMAs still own the
+    accumulator when it is stored)."""
+
+    def fn(op):
+        if isinstance(op, N.AsyncWait) and op.group is N.HandleKind.WGMMA_GROUP:
+            return [dataclasses.replace(op, pending=pending)]
+        return [op]
+
+    return _with_body(kernel, _replace_ops(kernel.body, fn))
+
+
 WS = gemm_warp_specialized.gemm_ws
 TMA_WGMMA = gemm_tma_wgmma.gemm_tma_wgmma
 

@@ -17,11 +17,12 @@ from async_kernels_support import (
     line_of,
     producer_writes_accumulator,
     verify_properties,
+    wgmma_wait_pending,
 )
 
 from argus.layout_algebra.hopper import SwizzleMode
 
-ASYNC = {"async", "mbarrier", "expect-tx", "phase", "proxy", "descriptor", "role", "registers", "barrier"}
+ASYNC = {"async", "mbarrier", "expect-tx", "phase", "proxy", "descriptor", "role", "registers", "barrier", "wgmma"}
 
 
 def _refuted(results, prop):
@@ -51,6 +52,17 @@ WS_BUGS = {
     "release-before-retire": ("async", "A.mma(ATOM, sa[s]", "A.tma_load(a.tile((BM, BK), (bm, kt))", "race"),
     "early-release": ("async", "A.mma(ATOM, sa[s]", "A.tma_load(a.tile((BM, BK), (bm, kt))", "async"),
 }
+
+
+def test_accumulator_read_before_its_wgmma_retires_is_refuted():
+    kernel = wgmma_wait_pending(TMA_WGMMA.specialize(), 1)
+    results = verify_properties(kernel, {"wgmma", "async"})
+    cx = _refuted(results, "wgmma")
+    assert cx.position.line == line_of(TMA_WGMMA, "A.store(acc, mine)")
+    assert cx.other["line"] == line_of(TMA_WGMMA, "A.mma(ATOM, sa[st]")
+    assert cx.replay.status == "reproduced", cx.human()
+    # the stage is also released to the producer while the last wgmma may still read it
+    assert _refuted(results, "async").replay.status == "reproduced"
 
 
 @pytest.mark.parametrize("bug", sorted(WS_BUGS))
