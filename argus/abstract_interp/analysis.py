@@ -40,6 +40,7 @@ Three refinements keep the VCs small and in linear arithmetic:
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -137,6 +138,41 @@ def disjoint(a: tuple[int | None, int | None], b: tuple[int | None, int | None])
     """Two intervals (``None``: unbounded side) share no integer."""
     return (a[1] is not None and b[0] is not None and a[1] < b[0]) or (
         b[1] is not None and a[0] is not None and b[1] < a[0])
+
+
+def residue(term: T.Term) -> tuple[int, int]:
+    """``(g, r)`` with ``term ≡ r (mod g)`` for every value of its variables (``g == 0``: the
+    term is the constant ``r``).  Interleaved register fragments (value ``v`` of fragment
+    ``f`` at ``8·v + f``) overlap as intervals but never meet: their residues tell them apart."""
+    if term.op == "const" and term.sort.is_int:
+        return (0, int(term.value))
+    if term.op == "+":
+        g, r = 0, 0
+        for arg in term.args:
+            ga, ra = residue(arg)
+            g = math.gcd(g, ga)
+            r += ra
+        return (g, r % g if g else r)
+    if term.op == "*":
+        g, r = 0, 1
+        for arg in term.args:
+            ga, ra = residue(arg)
+            if ga == 0:
+                g, r = g * abs(ra), r * ra
+            elif g == 0:
+                g, r = ga * abs(r), ra * r
+            else:
+                return (1, 0)
+        return (g, r % g if g else r)
+    return (1, 0)
+
+
+def apart(x: tuple[int, int], y: tuple[int, int]) -> bool:
+    """Two residues no integer has both."""
+    g = math.gcd(x[0], y[0])
+    if g == 0:
+        return x[1] != y[1]
+    return g > 1 and (x[1] - y[1]) % g != 0
 
 
 def _split_base(address: Any, variables: set[sympy.Symbol]) -> tuple[Any, Any]:
@@ -621,6 +657,19 @@ class Analysis:
             self._ranges[id(writer)] = got
         return got
 
+    def address_residue(self, writer: Writer) -> tuple[int, int]:
+        """``(g, r)``: every address ``writer`` writes is ``r`` modulo ``g`` (:func:`residue`)."""
+        cache = self.__dict__.setdefault("_residues", {})
+        got = cache.get(id(writer))
+        if got is None:
+            try:
+                inst, _ = self.fresh(writer.site, "#range", view=writer.view)
+                got = residue(self.key(inst, writer.view))
+            except (EncodingError, T.TermError):
+                got = (1, 0)
+            cache[id(writer)] = got
+        return got
+
     def havoc_tag(self, what: str) -> TG.TagValue:
         n = next(self._havoc)
         return TG.TagValue(T.int_var(f"havoc{n}.{what}.length"),
@@ -639,7 +688,8 @@ class Analysis:
         """The last write of ``address`` (or, for a logical buffer, of the element at
         ``logical``) before ``reader`` (see the module docstring)."""
         related = tuple(reader.values.get(s) for s in (self.tid, *self.block_ids, *(lp.var for lp in reader.site.loops)))
-        key = (reader.site.index, buffer.name, address, logical, related)
+        # reads of an MMA's accumulator are resolved under the MMA hypothesis (mma.py)
+        key = (reader.site.index, buffer.name, address, logical, related, self.__dict__.get("_mma_hypothesis", 0) > 0)
         got = self._resolutions.get(key)
         if got is None:
             cycle = (reader.site.index, buffer.name)
@@ -671,6 +721,8 @@ class Analysis:
             if not (writer.launch or may_precede(writer.site, reader.site)):
                 continue
             if disjoint(wanted, self.address_range(writer)):
+                continue
+            if logical is None and apart(residue(address), self.address_residue(writer)):
                 continue
             entries.append(self._candidate(writer, reader, address, logical))
         parts = [e[3] for e in entries]
@@ -738,6 +790,10 @@ class Analysis:
         write = writer.write
         if isinstance(writer.site.op, collectives.COLLECTIVE_OPS):
             return collectives.written_tag(self, writer, inst)
+        if isinstance(writer.site.op, N.Mma):
+            from argus.abstract_interp import mma
+
+            return mma.written_tag(self, writer, inst)
         if write.record is not None:
             at = self.with_logical(inst, writer.view)
             return Resolution(TG.TagValue.record([self.value(at, e) for _, e in write.record]), T.TRUE)

@@ -111,6 +111,10 @@ def _accesses(op: N.Op) -> list[Access]:
             from argus.abstract_interp import collectives
 
             return collectives.accesses(op)
+        case N.Mma():
+            from argus.abstract_interp import mma
+
+            return mma.accesses(op)
     raise Unsupported(f"operation {op.kind}")
 
 
@@ -147,6 +151,10 @@ def writes(op: N.Op) -> list[Write]:
             from argus.abstract_interp import collectives
 
             return collectives.writes(op)
+        case N.Mma():
+            from argus.abstract_interp import mma
+
+            return mma.writes(op)
     return []
 
 

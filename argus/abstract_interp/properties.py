@@ -35,7 +35,7 @@ from typing import Any
 
 import sympy
 
-from argus.abstract_interp import asynchrony, collectives
+from argus.abstract_interp import asynchrony, collectives, mma
 from argus.abstract_interp import memory as M
 from argus.abstract_interp import tags as TG
 from argus.abstract_interp.analysis import (
@@ -53,9 +53,8 @@ from argus.ir import nodes as N
 from argus.ir.uniformity import Uniformity
 from argus.smt import terms as T
 
-
 #: properties stated in modules of their own (``site`` makers like the ones below)
-EXTRA_PROPERTIES = (collectives.collective, asynchrony.properties)
+EXTRA_PROPERTIES = (collectives.collective, asynchrony.properties, mma.k_agreement)
 
 
 def _roles(analysis: Analysis, inst: Instance, view: N.View | None = None, prefix: str = "") -> dict[str, Any]:
@@ -377,9 +376,27 @@ def _write_conflicts(b: _Builder, site: Site) -> None:
 
 def _lemmas(b: _Builder) -> None:
     a = b.analysis
-    needed = sorted({key for vc in b.vcs for key in vc.lemmas}, key=str)
     by_site = {w.site.index: w for ws in a.writers.values() for w in ws}
+    done: set[Any] = set()
+    while True:  # a lemma may rely on lemmas of its own (an MMA's operands on their witnesses)
+        needed = sorted({key for vc in b.vcs for key in vc.lemmas} - done, key=str)
+        if not needed:
+            return
+        done.update(needed)
+        _state_lemmas(b, needed, by_site)
+
+
+def _state_lemmas(b: _Builder, needed: list[Any], by_site: dict[int, Writer]) -> None:
+    a = b.analysis
     for key in needed:
+        if isinstance(key, tuple) and key[0] == "mma":
+            site = a.program.sites[key[1]]
+            try:
+                mma.operands_lemma(b, site)
+            except (EncodingError, T.TermError) as err:
+                vc = b.unknown("mma-operands", site, f"cannot encode the operands of {site.describe()}: {err.message}")
+                vc.roles["lemma_key"] = key
+            continue
         if isinstance(key, tuple):
             _coordinates(b, key[1])
             continue
@@ -422,6 +439,35 @@ def _size(mode: Any) -> Any:
     return Layout(mode).size
 
 
+def _composed_witness(a: Analysis, writer: Writer, recipe: Any) -> dict[sympy.Symbol, Any] | None:
+    """``w⁻¹(write(d))`` as sympy expressions of the instance ``d``, folded with the instance
+    variables' ranges (:func:`~argus.abstract_interp.witness.simplify_in_range`): a block
+    offset under a modulo, or a digit that stays in its period, disappears before the solvers
+    see it.  ``None`` where the witness is not a plain function of the address."""
+    from argus import symbolic
+    from argus.abstract_interp.encoding import view_inner_address
+    from argus.abstract_interp.witness import COORD_TARGETS, TARGET, simplify_in_range
+
+    view, site = writer.view, writer.site
+    if recipe.latest or (view.swizzle is not None and view.buffer.name not in a.swizzle_keyed):
+        return None
+    if recipe.logical:
+        binding = {COORD_TARGETS[d]: site.expr(c) for d, c in enumerate(a.logical_view(view))}
+    else:
+        base = getattr(recipe, "base", 0)
+        binding = {TARGET: sympy.expand(site.expr(view_inner_address(view)) - site.expr(base))}
+    bounds = {}
+    for v in a.instance_variables(writer):
+        lo, hi = symbolic.static_value(v.start), symbolic.static_value(v.extent)
+        if lo is not None and v.step > 0:
+            bounds[v.symbol] = (lo, lo + v.step * (hi - 1) if hi is not None else None)
+    out = {}
+    for sym, expr in recipe.values.items():
+        e = sympy.sympify(site.expr(expr)).xreplace(binding)
+        out[sym] = simplify_in_range(sympy.expand(e), bounds)
+    return out
+
+
 def _lemma(b: _Builder, writer: Writer) -> None:
     a = b.analysis
     site = writer.site
@@ -437,6 +483,9 @@ def _lemma(b: _Builder, writer: Writer) -> None:
     logical = a.logical(inst, writer.view) if recipe.logical else None
     witness = a.witness_instance(writer, a.key(inst, writer.view), params, inst, logical)
     variables = [v.symbol for v in a.instance_variables(writer) if v.symbol not in latest]
+    composed = _composed_witness(a, writer, recipe)
+    if composed is not None:  # w⁻¹(write(d)) simplified in sympy first: most of it is d again
+        witness = Instance(site, {**witness.values, **{s: a.value(inst, e) for s, e in composed.items()}})
     goal = T.and_(*(T.eq(witness.values[s], inst.values[s]) for s in variables))
     for lp in recipe.monotone:
         later = T.int_var(f"{lp.var.name}.later")

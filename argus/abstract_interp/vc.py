@@ -34,6 +34,7 @@ PROPERTIES = (
     "tag",             # assert_tag / assert_tag_eq
     "witness",         # a write's witness function inverts its address map (a lemma)
     "coordinates",     # accesses of a tensor stay inside each of its dimensions (a lemma)
+    "mma-operands",    # an MMA's operand rows / columns carry one record apart from k (a lemma)
     "unsupported",     # an op or loop shape the verifier does not handle (always unknown)
     "collective",      # every lane of a shuffle's / reduction's group executes it together
     "alignment",       # a vector access of w bytes is w-aligned

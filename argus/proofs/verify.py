@@ -133,7 +133,7 @@ def _indent(text: str) -> str:
 
 
 #: properties whose VCs are lemmas other VCs rely on (solved first)
-LEMMAS = ("witness", "coordinates")
+LEMMAS = ("witness", "coordinates", "mma-operands")
 
 
 def vc_hash(vc: VC, query: Any = None) -> str:
@@ -248,6 +248,11 @@ def _judge_lemma(result: VCResult, analysis: Analysis) -> None:
     if result.verdict != "refuted" or result.model is None:
         return
     vc, model = result.vc, result.model
+    if vc.property == "mma-operands":
+        result.verdict = "unknown"
+        result.reason = (f"the operands of the MMA at {vc.position} do not carry one record per row of A / column "
+                         "of B apart from k: the result's tag is not that of one element")
+        return
     if vc.property == "coordinates":
         access = vc.roles["access"]
         result.verdict = "unknown"
