@@ -1,0 +1,96 @@
+"""The closed forms of the asynchrony model against enumeration, and the shape of its sites:
+rounds of an mbarrier element counted in a loop, warp roles walked as guarded regions, thread
+counts of a path."""
+
+import dataclasses
+import itertools
+import sys
+from pathlib import Path
+
+import pytest
+import sympy
+
+from argus.abstract_interp import generate_vcs
+from argus.abstract_interp.analysis import Analysis
+from argus.abstract_interp.mbarrier import Counter
+from argus.abstract_interp.program import Loop, build_program
+from argus.abstract_interp.roles import executing_threads, thread_sum
+from argus.ir import nodes as N
+from argus.smt import terms as T
+from argus.smt.evaluate import evaluate
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "proofs"))
+import async_kernels_support as S
+
+K = sympy.Symbol("k", integer=True)
+
+
+class _Encoder:
+    """The one method of an encoder the counter uses: sympy → terms."""
+
+    def term(self, expr, values):
+        from argus.smt.from_sympy import from_sympy
+
+        return from_sympy(sympy.sympify(expr), dict(values))
+
+
+class _Analysis:
+    encoder = _Encoder()
+
+
+@pytest.mark.parametrize("stages, offset", [(1, 0), (2, 1), (3, 2), (4, -3), (3, 0)])
+def test_rounds_of_a_periodic_element_match_enumeration(stages, offset):
+    """``#{k in [lo, hi) : (k + c) % S == e}`` for every small lo, hi and e (e outside 0..S-1
+    included: it is never named)."""
+    counter = Counter(_Analysis())
+    loop = Loop(None, K, 0, 0, 1)
+    elem = sympy.Mod(K + offset, stages)
+    for lo, hi, e in itertools.product(range(-3, 5), range(-3, 9), range(-1, stages + 1)):
+        term = counter._in_range(loop, T.int_const(lo), T.int_const(hi), T.int_const(e), elem, {})
+        expected = sum(1 for k in range(lo, hi) if (k + offset) % stages == e)
+        assert evaluate(term, {}) == expected, (lo, hi, e)
+
+
+def test_rounds_of_a_linear_element_match_enumeration():
+    counter = Counter(_Analysis())
+    loop = Loop(None, K, 0, 0, 1)
+    for c, lo, hi, e in itertools.product(range(-2, 3), range(-2, 3), range(-2, 6), range(-3, 7)):
+        term = counter._in_range(loop, T.int_const(lo), T.int_const(hi), T.int_const(e), K + c, {})
+        assert evaluate(term, {}) == sum(1 for k in range(lo, hi) if k + c == e), (c, lo, hi, e)
+
+
+def test_warp_roles_guard_their_sites_and_a_role_with_a_barrier_is_unsupported():
+    kernel = S.WS.specialize()
+    program = build_program(kernel)
+    roles = {op.name: op for op in N.walk(kernel.body) if isinstance(op, N.WarpRole)}
+    for site in program.sites:
+        guards = [c.op for c in site.conditions if c.what == "role"]
+        if isinstance(site.op, N.MbarrierArrive) and site.op.expect_tx != 0:
+            assert guards == [roles["producer"]]
+        if isinstance(site.op, N.Mma):
+            assert guards == [roles["consumer"]]
+    role = roles["producer"]
+    with_barrier = dataclasses.replace(role, body=N.Region((*role.body.ops, N.Barrier(loc=role.loc))))
+    body = N.Region(tuple(with_barrier if op is role else op for op in kernel.body.ops))
+    broken = build_program(dataclasses.replace(kernel, body=body))
+    assert any("barrier inside the warp role" in reason for _, reason in broken.unsupported)
+
+
+def test_thread_counts_of_role_and_election_paths():
+    analysis = Analysis(S.WS.specialize())
+    sites = {type(s.op).__name__ + str(i): s for i, s in enumerate(analysis.program.sites)}
+    arrive = next(s for s in sites.values() if isinstance(s.op, N.MbarrierArrive) and s.op.expect_tx != 0)
+    release = next(s for s in sites.values() if isinstance(s.op, N.MbarrierArrive) and s.op.expect_tx == 0)
+    values = {**{b: T.int_const(0) for b in analysis.block_ids},
+              **{lp.var: T.int_const(0) for lp in arrive.loops + release.loops}}
+    assert evaluate(thread_sum(analysis, arrive, values, 1), {"K": 320}) == 1  # the elected producer thread
+    assert evaluate(thread_sum(analysis, release, values, 1), {"K": 320}) == 256  # both consumer warpgroups
+    init = next(s for s in sites.values() if isinstance(s.op, N.MbarrierInit))
+    assert executing_threads(analysis, init, {}) == [0]
+
+
+def test_every_async_op_of_the_hopper_examples_is_modelled():
+    _, vcs = generate_vcs(S.WS.specialize())
+    mine = {"async", "mbarrier", "expect-tx", "phase", "registers", "descriptor", "wgmma"}
+    assert not [vc for vc in vcs if vc.unknown and vc.property in mine | {"unsupported"}]
+    assert mine - {"wgmma"} <= {vc.property for vc in vcs}
