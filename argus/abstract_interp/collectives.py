@@ -18,9 +18,10 @@ wavefront); lane ``l`` of it reads lane ``idx: start + o % width``, ``xor: l ^ o
 ``l``'s ``width``-lane segment); a source outside the segment gives ``l`` its own value.  A
 reduction over ``across_lanes`` masks ``M`` combines the lanes ``l ^ x`` for every ``x`` in
 the span of ``M``: the same set for every lane of the butterfly, enumerated from the group's
-first lane ``l - Σ_m m·bit_m(l)``.  The combined tag of one butterfly is computed once and
-shared by all its lanes, which keeps a reduction of reductions (softmax: the sum of
-exponentials of values less the row maximum) linear in the group size instead of quadratic.
+first lane ``l - Σ_m m·bit_m(l)``.  The combined tag of one butterfly is computed once,
+shared by all its lanes and named by variables (:func:`define`), which keeps a reduction of
+reductions (softmax: the sum of exponentials of values less the row maximum) linear in the
+group size instead of quadratic, in the terms and in the SMT-LIB text alike.
 
 *Participants* (property ``collective``): every thread of the group executes the collective
 when one does — the same path for every lane, in the same loop iterations — and the group
@@ -255,26 +256,37 @@ def _reduce_tag(analysis: Any, op: N.Reduce, inst: Instance) -> Any:
             reads.append(analysis.read(_source_instance(analysis, inst, op.dst, op.src, lane, tuple(coords)),
                                        op.src))
     lemmas, approximations = _merge_deps(reads)
-    tag = common_fields([r.tag for r in reads])
     name = f"reduce{inst.site.index}.{len(cache)}"
-    named = TG.TagValue(define(analysis, f"{name}.length", tag.length),
-                        tuple(define(analysis, f"{name}.f{i}", f) for i, f in enumerate(tag.fields)))
-    got = cache[key] = Resolution(named, T.TRUE, lemmas, approximations)
+    tag = common_fields([r.tag for r in reads])
+    got = cache[key] = Resolution(define_tag(analysis, name, tag), T.TRUE, lemmas, approximations)
     return got
 
 
 # --------------------------------------------------------------------------- definitions
 
 
+def define_tag(analysis: Any, name: str, tag: TG.TagValue) -> TG.TagValue:
+    """``tag`` with its length and fields named (:func:`define`)."""
+    return TG.TagValue(define(analysis, f"{name}.length", tag.length),
+                       tuple(define(analysis, f"{name}.f{i}", f) for i, f in enumerate(tag.fields)))
+
+
 def define(analysis: Any, name: str, term: T.Term) -> T.Term:
-    """A fresh variable standing for ``term`` (a constant stays itself).  A reduction's tag
-    feeds every lane of the next one; named, each VC states it once (``definitions``)
-    instead of repeating its whole term at every use."""
-    if term.op == "const":
+    """A fresh variable standing for ``term`` (a constant or a variable stays itself).  A
+    reduction's tag feeds every lane of the next one; named, each VC states it once
+    (:func:`definitions`) instead of repeating its whole term at every use.  Names are kept
+    to those: a definition is a hypothesis the solvers cannot substitute away beforehand,
+    and naming small, often-used terms (a thread) makes the queries harder, not easier."""
+    if term.op in ("const", "var"):
         return term
+    named = analysis.__dict__.setdefault("defined_terms", {})
+    got = named.get(term)
+    if got is not None:
+        return got
     definitions = analysis.__dict__.setdefault("definitions", {})
     var = T.int_var(name) if term.sort.is_int else T.bool_var(name)
     definitions[name] = (var, term)
+    named[term] = var
     return var
 
 
