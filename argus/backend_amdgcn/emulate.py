@@ -28,12 +28,14 @@ Model
   ``use-before-waitcnt`` finding; LDS accesses of different waves to one byte between two
   barriers (one of them a write) are an ``lds-race``; an ``s_barrier`` reached with LDS writes
   outstanding is ``barrier-lds-in-flight``; a VGPR read in lanes nothing wrote is
-  ``undefined-register``; an MFMA result read too few wait states after the MFMA (counted on
-  the executed path) is ``mfma-wait-states``.  Findings name the workgroup, wave, lane and
+  ``undefined-register``; a dependency the hardware does not interlock (MFMA results, VALU
+  results read by MFMA or DPP, transcendental results, VALU-written SGPRs and VCC,
+  SALU-written M0) with fewer wait states than the ISA requires, counted on the executed
+  path, is ``wait-states``.  Findings name the workgroup, wave, lane and
   instruction.
 
-Not modelled: instruction timing, wait states other than MFMA results (the static checker
-:mod:`argus.backend_amdgcn.hazards` covers the VALU ones), caches and memory
+Not modelled: instruction timing, the MFMA SrcC write-after-read and store-data wait states
+(left to the static checker :mod:`argus.backend_amdgcn.hazards`), caches and memory
 ordering between workgroups (workgroups run one after another), scratch, traps, the
 transcendental instructions' approximation error (``v_exp_f32``, ``v_log_f32``,
 ``v_rcp_f32``, ``v_rsq_f32``, ``v_sqrt_f32`` are computed correctly rounded; the hardware is
@@ -248,7 +250,7 @@ class Wave:
     steps: int = 0
     pending: list[Pending] = field(default_factory=list)
     slots: int = 0  # wait states issued so far (s_nop N counts N + 1)
-    mfma_results: list = field(default_factory=list)  # (registers, slot, wait states needed, instruction)
+    waits: list = field(default_factory=list)  # WaitRequirement: dependencies not yet covered by wait states
 
     @property
     def exec(self) -> int:
@@ -414,8 +416,8 @@ class Machine:
                 self.check_registers(wave, inst)
             if inst.vreads:
                 self.check_defined(wave, inst)
-            if wave.mfma_results:
-                self.check_mfma_latency(wave, inst)
+            if wave.waits:
+                self.check_wait_states(wave, inst)
             wave.slots += inst.slots
             handler = inst.handler
             if handler is None:
@@ -423,6 +425,7 @@ class Machine:
             if inst.unsupported:
                 raise self.fault(wave, inst, inst.unsupported)
             next_pc = handler(self, wave, inst)
+            _record_wait_states(wave, inst)
             self.executed += 1
             if wave.state == "run":
                 wave.pc = wave.pc + 1 if next_pc is None else next_pc
@@ -446,22 +449,25 @@ class Machine:
             self.report("use-before-waitcnt", wave, inst,
                         f"{how} {reg[0]}{reg[1]} before the s_waitcnt that completes its load", lane, p.inst)
 
-    def check_mfma_latency(self, wave: Wave, inst: Instruction) -> None:
-        """A non-MFMA instruction that reads an MFMA's result needs the MFMA's latency in wait
-        states between them (not interlocked); an MFMA reading it as SrcC is interlocked."""
+    def check_wait_states(self, wave: Wave, inst: Instruction) -> None:
+        """Dependencies the hardware does not interlock need wait states (issued instructions,
+        ``s_nop N`` = N + 1) between producer and consumer, counted on the executed path."""
         keep = []
-        for regs, slot, needed, producer in wave.mfma_results:
-            gap = wave.slots - slot
-            if gap >= needed:
+        for req in wave.waits:
+            gap = wave.slots - req.slot
+            if gap >= req.needed:
                 continue
-            keep.append((regs, slot, needed, producer))
-            if inst.handler is _mfma or not (regs & inst.reads):
+            keep.append(req)
+            hit = req.consumer(inst)
+            if hit is None or not (req.regs & hit):
                 continue
-            reg = sorted(regs & inst.reads)[0]
-            self.report("mfma-wait-states", wave, inst,
-                        f"reads {reg[0]}{reg[1]} {gap} wait state(s) after the MFMA that writes it; the result "
-                        f"needs {needed}", 0, producer)
-        wave.mfma_results = keep
+            reg = sorted(req.regs & hit)[0]
+            name = "m0" if reg == ("s", M0) else "vcc" if reg[0] == "s" and reg[1] in (VCC, VCC + 1) else \
+                f"{reg[0]}{reg[1]}"
+            self.report("wait-states", wave, inst,
+                        f"{req.what}: {name} is used {gap} wait state(s) after {req.producer.op} wrote it; "
+                        f"the ISA requires {req.needed}", 0, req.producer)
+        wave.waits = keep
 
     def check_defined(self, wave: Wave, inst: Instruction) -> None:
         lanes = wave.exec_mask() if mfma_shape(inst.op) is None else np.ones(WAVE, bool)
@@ -541,6 +547,102 @@ class Machine:
         self.report("lds-race", wave, inst,
                     f"{verb} LDS byte {byte} that wave {other} accessed since the last s_barrier "
                     "(no barrier orders the two accesses)", lane)
+
+
+# --------------------------------------------------------------------------- wait states
+# CDNA3 ISA, "Manually Inserted Wait States" (the dependencies argus code can have; the
+# hardware does not interlock them).
+
+
+@dataclass
+class WaitRequirement:
+    regs: frozenset
+    slot: int  # the wave's wait-state count right after the producer issued
+    needed: int
+    producer: Instruction
+    what: str
+    consumer: Any  # instruction -> the registers of ``regs`` kind it uses that way, or None
+
+
+def _is_mfma(inst: Instruction) -> bool:
+    return inst.op.startswith("v_mfma_")
+
+
+def _is_valu(inst: Instruction) -> bool:
+    return inst.op.startswith("v_") and not _is_mfma(inst)
+
+
+_TRANS = {"v_exp_f32", "v_log_f32", "v_rcp_f32", "v_rsq_f32", "v_sqrt_f32"}
+
+
+def _non_mfma_touch(inst: Instruction):
+    return None if _is_mfma(inst) else inst.reads | inst.writes
+
+
+def _other_mfma_reader(producer: Instruction):
+    chain = frozenset(producer.operands[0].regs())
+
+    def reads(inst: Instruction):
+        if not _is_mfma(inst):
+            return None
+        a, b, c = inst.operands[1:4]
+        used = frozenset(a.regs()) | frozenset(b.regs())
+        if c.is_reg and not (frozenset(c.regs()) == chain and inst.op == producer.op):
+            used |= frozenset(c.regs())  # accumulating into the same D back to back is interlocked
+        return used
+    return reads
+
+
+def _mfma_reader(inst: Instruction):
+    return inst.reads if _is_mfma(inst) else None
+
+
+def _dpp_reader(inst: Instruction):
+    return frozenset(inst.operands[1].regs()) if inst.dpp and len(inst.operands) > 1 else None
+
+
+def _valu_reader(inst: Instruction):
+    return inst.reads if _is_valu(inst) else None
+
+
+def _vmem_reader(inst: Instruction):
+    return inst.reads if inst.op.startswith(("global_", "buffer_")) else None
+
+
+def _div_fmas_reader(inst: Instruction):
+    return inst.reads if inst.op == "v_div_fmas_f32" else None
+
+
+def _m0_reader(inst: Instruction):
+    if inst.op.startswith("ds_") or (inst.op.startswith("buffer_") and "lds" in inst.modifiers):
+        return frozenset({("s", M0)})
+    return None
+
+
+def _record_wait_states(w: Wave, inst: Instruction) -> None:
+    """The requirements an instruction that just issued puts on later ones (MFMA results are
+    recorded by the MFMA handler)."""
+    if _is_valu(inst):
+        vregs = frozenset(r for r in inst.writes if r[0] in ("v", "a"))
+        sregs = frozenset(r for r in inst.writes if r[0] == "s")
+        if vregs:
+            w.waits.append(WaitRequirement(vregs, w.slots, 2, inst, "VALU result read by an MFMA", _mfma_reader))
+            w.waits.append(WaitRequirement(vregs, w.slots, 2, inst, "VALU result read through DPP", _dpp_reader))
+            if inst.op in _TRANS:
+                w.waits.append(WaitRequirement(vregs, w.slots, 1, inst, "transcendental result read by a VALU",
+                                               _valu_reader))
+        if sregs:
+            w.waits.append(WaitRequirement(sregs, w.slots, 2, inst, "VALU-written SGPR read by a VALU",
+                                           _valu_reader))
+            w.waits.append(WaitRequirement(sregs, w.slots, 5, inst, "VALU-written SGPR read by vector memory",
+                                           _vmem_reader))
+            vcc = sregs & {("s", VCC), ("s", VCC + 1)}
+            if vcc:
+                w.waits.append(WaitRequirement(frozenset(vcc), w.slots, 4, inst, "VALU-written VCC read by "
+                                               "v_div_fmas", _div_fmas_reader))
+    elif inst.op.startswith("s_") and ("s", M0) in inst.writes:
+        w.waits.append(WaitRequirement(frozenset({("s", M0)}), w.slots, 1, inst, "SALU-written M0 read by an LDS "
+                                       "operation", _m0_reader))
 
 
 # --------------------------------------------------------------------------- operand roles
@@ -1377,13 +1479,12 @@ def _mfma(m: Machine, w: Wave, inst: Instruction) -> None:
     regs[d.index: d.index + shape.acc_regs] = out
     base = d.index + (256 if d.kind == "a" else 0)
     w.defined[base: base + shape.acc_regs] = True
-    w.mfma_results.append((frozenset(d.regs()), w.slots, _mfma_latency(shape), inst))
-
-
-def _mfma_latency(shape) -> int:
-    """Wait states between an XDL MFMA and a VALU, VMEM, LDS or export read of its result on
-    CDNA3: the MFMA's passes (8 for 32x32 shapes, 4 for 16x16) plus 3."""
-    return (8 if shape.m == 32 else 4) + 3
+    latency = (8 if shape.m == 32 else 4) + 3  # XDL passes + 3
+    dest = frozenset(d.regs())
+    w.waits.append(WaitRequirement(dest, w.slots, latency, inst, "MFMA result read or overwritten by a non-MFMA",
+                                   _non_mfma_touch))
+    w.waits.append(WaitRequirement(dest, w.slots, latency, inst, "MFMA result read by another MFMA",
+                                   _other_mfma_reader(inst)))
 
 
 # --------------------------------------------------------------------------- LDS

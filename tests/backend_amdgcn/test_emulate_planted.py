@@ -182,9 +182,19 @@ def test_direct_lds_load_with_a_wrong_m0_is_a_race():
 
 def test_removed_mfma_wait_states_before_reading_the_result():
     emulation, *_ = planted("mfma_tile", remove_line(r"^\s*s_nop 7"), {})
-    found = [f for f in emulation.findings if f.kind == "mfma-wait-states"]
+    found = [f for f in emulation.findings if f.kind == "wait-states"]
     assert found, [str(f) for f in emulation.findings]
     first = found[0]
-    assert "global_store_dword" in first.instruction and "a0" in first.message
-    assert "v_mfma_f32_32x32x8_bf16" in first.producer and "needs 11" in first.message
+    assert "global_store_dword" in first.instruction and "a0 is used 3 wait state(s)" in first.message
+    assert "v_mfma_f32_32x32x8_bf16" in first.producer and "requires 11" in first.message
     assert first.wave == 0 and first.lane == 0
+
+
+def test_removed_valu_wait_states_in_the_softmax():
+    emulation, *_ = planted("row_softmax", lambda body: re.sub(r"\n\s*s_nop \d+[^\n]*", "", body), {"R": 8})
+    found = [f for f in emulation.findings if f.kind == "wait-states"]
+    whats = {f.message.split(":")[0] for f in found}
+    assert {"transcendental result read by a VALU", "VALU result read through DPP",
+            "VALU-written SGPR read by a VALU"} <= whats, whats
+    for f in found:
+        assert f.wave == 0 and f.lane == 0 and f.producer
