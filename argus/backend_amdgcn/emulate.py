@@ -48,6 +48,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -264,8 +265,12 @@ class Wave:
         return mask_array(self.exec)
 
 
+@lru_cache(maxsize=4096)
 def mask_array(value: int) -> np.ndarray:
-    return ((np.uint64(value & M64) >> LANES.astype(np.uint64)) & np.uint64(1)).astype(bool)
+    """The lanes of a 64-bit mask as a read-only bool array (cached: EXEC values repeat)."""
+    out = ((np.uint64(value & M64) >> LANES.astype(np.uint64)) & np.uint64(1)).astype(bool)
+    out.flags.writeable = False
+    return out
 
 
 def mask_int(lanes: np.ndarray) -> int:
