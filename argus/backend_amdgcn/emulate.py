@@ -1800,6 +1800,31 @@ def _buffer_load(m: Machine, w: Wave, inst: Instruction) -> None:
     w.pending.append(Pending("vm", "load", inst, frozenset(d.regs()), lanes))
 
 
+@_handler(*[f"buffer_store_{s}" for s in ("byte", "short", "dword", "dwordx2", "dwordx3", "dwordx4")])
+def _buffer_store(m: Machine, w: Wave, inst: Instruction) -> None:
+    data, vaddr, rsrc, soffset = inst.operands
+    nbytes = _mem_width(inst.op)
+    base, stride, num_records = _resource(m, w, rsrc)
+    if stride:
+        raise m.fault(w, inst, "structured buffers (stride != 0) are not modelled")
+    lanes = w.exec_mask()
+    offsets, soff = _buffer_offsets(m, w, inst, vaddr, soffset)
+    raw = _words_to_bytes(_regfile(w, data)[data.index: data.index + data.count], nbytes)
+    elem = min(nbytes, 4)
+    who = np.stack([np.full(WAVE, inst.index), np.full(WAVE, m.wg_linear), np.full(WAVE, w.id), LANES], axis=1)
+    for piece in range(max(1, nbytes // 4)):  # out-of-range elements are dropped
+        off = offsets + piece * 4
+        inside = lanes & (off >= 0) & (off + elem <= num_records)
+        if inside.any():
+            addresses = (np.int64(base) + np.int64(soff) + off[inside]).astype(np.uint64)
+            ok = m.memory.store(addresses, raw[inside, piece * 4: piece * 4 + elem], who[inside])
+            if not ok.all():
+                lane = int(np.flatnonzero(inside)[np.flatnonzero(~ok)[0]])
+                raise m.fault(w, inst, f"buffer store inside num_records to unmapped address "
+                                       f"{int(base + soff + off[lane]):#x}", lane)
+    w.pending.append(Pending("vm", "store", inst, frozenset(), lanes))
+
+
 # --------------------------------------------------------------------------- launching
 
 

@@ -318,6 +318,18 @@ def test_ds_bpermute_reads_the_addressed_lane():
     assert np.array_equal(out[:64], 1000 + 63 - LANES)
 
 
+def test_ds_permute_writes_to_the_addressed_lane():
+    text = PROLOGUE + """
+  v_add_u32 v3, 1000, v0
+  v_sub_u32 v4, 63, v0
+  v_lshlrev_b32 v4, 2, v4
+  ds_permute_b32 v2, v4, v3
+  s_waitcnt lgkmcnt(0)
+""" + STORE_V2
+    _, (out,) = run(text)
+    assert np.array_equal(out[:64], 1000 + 63 - LANES)
+
+
 # --------------------------------------------------------------------------- memory
 
 
@@ -344,6 +356,27 @@ def test_buffer_out_of_range_reads_zero_per_dword():
     base = np.arange(1024) + 1000
     assert np.array_equal(first, np.where(16 * LANES + 4 <= 100, base[4 * LANES % 1024], 0))
     assert np.array_equal(last, np.where(16 * LANES + 16 <= 100, base[(4 * LANES + 3) % 1024], 0))
+
+
+def test_buffer_stores_out_of_range_are_dropped():
+    # num_records = 72 bytes: lane l stores 8 bytes at 8*l; dwords past byte 72 are dropped
+    text = """
+  s_load_dwordx2 s[4:5], s[0:1], 0x0
+  s_waitcnt lgkmcnt(0)
+  s_mov_b32 s8, s4
+  s_and_b32 s9, s5, 0xffff
+  s_mov_b32 s10, 72
+  s_mov_b32 s11, 0x20000
+  v_lshlrev_b32 v1, 3, v0
+  v_mov_b32 v2, 7
+  v_mov_b32 v3, 9
+  buffer_store_dwordx2 v[2:3], v1, s[8:11], 0 offen
+  s_endpgm
+"""
+    _, (out,) = run(text)
+    words = np.arange(1024) + 1000
+    words[:18] = [7, 9] * 9  # bytes 0..71
+    assert np.array_equal(out, words)
 
 
 def test_lds_past_the_workgroup_allocation_is_reported_and_reads_zero():
