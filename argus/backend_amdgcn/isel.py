@@ -25,8 +25,9 @@ truncating division, uniformity, loop structure, the shared arena) is made by
   ``ds_bpermute``.
 * **MFMA** ``v_mfma_f32_*`` with A/B in VGPRs and C/D in AGPRs or VGPRs.
 
-Policies (:class:`Policy`): accumulator file, ``s_setprio`` around MFMA runs, and a
-scheduling hint that issues the LDS reads of a run of MFMAs before the MFMAs.
+Policies (:class:`Policy`): accumulator file, ``s_setprio`` around MFMA runs, a
+scheduling hint that issues the LDS reads of a run of MFMAs before the MFMAs, and buffer
+loads (out of range reads 0) in place of zero fills + exec-masked global loads.
 """
 
 from __future__ import annotations
@@ -86,16 +87,24 @@ class Policy:
     ``accumulators``: register file of MMA accumulators (``"agpr"`` or ``"vgpr"``);
     ``mfma_priority``: wave priority (``s_setprio``) raised around each run of MFMAs, then
     reset to 0 (None: never changed); ``hoist_lds_reads``: issue the LDS reads that feed a
-    straight run of MFMAs before the first of them (more LDS latency hidden, more VGPRs).
+    straight run of MFMAs before the first of them (more LDS latency hidden, more VGPRs);
+    ``masked_loads``: how a register load from global memory with a predicate, after a fill
+    with zeros of the same registers (``A.load`` of a partial tile), is selected —
+    ``"exec"``: the fill, then ``global_load`` in an ``exec`` region; ``"buffer"``: one
+    ``buffer_load`` whose masked-off lanes read out of range (0), no fill and no ``exec``
+    change, when the lane offsets are proved to fit 32 bits (else as ``"exec"``).
     """
 
     accumulators: str = "agpr"
     mfma_priority: int | None = None
     hoist_lds_reads: bool = False
+    masked_loads: str = "exec"
 
     def __post_init__(self) -> None:
         if self.accumulators not in ("agpr", "vgpr"):
             raise ArgusError(f"policy accumulators={self.accumulators!r}", hint="use 'agpr' or 'vgpr'")
+        if self.masked_loads not in ("exec", "buffer"):
+            raise ArgusError(f"policy masked_loads={self.masked_loads!r}", hint="use 'exec' or 'buffer'")
         if self.mfma_priority is not None and not 0 <= self.mfma_priority <= 3:
             raise ArgusError(f"policy mfma_priority={self.mfma_priority}", hint="s_setprio takes 0..3")
 
@@ -784,6 +793,15 @@ class _Selector:
             if self._overwritten(stmts, i):
                 i += 1
                 continue
+            if self._zero_filled_load(stmts, i):
+                # fill with zeros + predicated load = a buffer load whose masked-off lanes read
+                # out of range (0): no exec region, no fill
+                copy = stmts[i + 1]
+                self.loc = str(copy.loc) if copy.loc else ""
+                for t in copy.transfers:
+                    self.buffer_load(copy, t.src, t.dst, t.predicate)
+                i += 2
+                continue
             if isinstance(stmts[i], L.MmaStmt):
                 j = i
                 while j < len(stmts) and isinstance(stmts[j], L.MmaStmt):
@@ -810,6 +828,27 @@ class _Selector:
                 return False
             written |= set(t.dst)
         return set(fill.dst) <= written
+
+    def _zero_filled_load(self, stmts: list[L.Stmt], i: int) -> bool:
+        """Is ``stmts[i]`` a fill with zero whose every register the next statement, a predicated
+        ``sync`` load from global memory that a buffer instruction can address, loads?"""
+        fill = stmts[i]
+        nxt = stmts[i + 1] if i + 1 < len(stmts) else None
+        if self.policy.masked_loads != "buffer":
+            return False
+        if not isinstance(fill, L.FillStmt) or not isinstance(nxt, L.CopyStmt) or nxt.atom != "sync":
+            return False
+        if fill.value != 0 or math.copysign(1.0, float(fill.value)) < 0:
+            return False
+        written: set[L.Reg] = set()
+        for t in nxt.transfers:
+            if not (isinstance(t.src, L.MemoryRun) and t.src.space is N.MemorySpace.GLOBAL and isinstance(t.dst, tuple)):
+                return False
+            if self.buffer_split(t.src) is None:
+                return False
+            written |= set(t.dst)
+        predicated = any(t.predicate is not sympy.true for t in nxt.transfers)
+        return predicated and set(fill.dst) == written
 
     @staticmethod
     def _hoistable(group: list[L.Stmt]) -> bool:
@@ -1615,10 +1654,9 @@ class _Selector:
         self.emit("s_mov_b32", rsrc[3], self.to_sgpr(Imm(BUFFER_DWORD3)))
         return rsrc.all
 
-    def buffer_operands(self, s: L.Stmt, run: L.MemoryRun) -> tuple[RegRef, RegRef]:
-        """(32-bit lane byte offset, resource) of a buffer access of ``run``."""
-        if run.space is not N.MemorySpace.GLOBAL:
-            raise self.error(s, "buffer loads read global memory")
+    def buffer_split(self, run: L.MemoryRun) -> tuple[Any, Any] | None:
+        """(resource start, lane offset) in elements of a buffer access of ``run``, or None when
+        no split gives a lane offset proved to fit 32 bits."""
         itemsize = run.dtype.itemsize
         address = sympy.expand(run.address)
         terms = sympy.Add.make_args(address) if address != 0 else ()
@@ -1637,10 +1675,19 @@ class _Selector:
             uniform = sympy.Add(*[t for t in terms if in_base(t)])
             varying = sympy.Add(*[t for t in terms if not in_base(t)])
             if fits(varying):
-                break
-        else:
-            raise self.error(s, f"buffer.load of %{run.buffer.name}: the per-lane byte offset {varying}*{itemsize} is "
+                return uniform, varying
+        return None
+
+    def buffer_operands(self, s: L.Stmt, run: L.MemoryRun) -> tuple[RegRef, RegRef]:
+        """(32-bit lane byte offset, resource) of a buffer access of ``run``."""
+        if run.space is not N.MemorySpace.GLOBAL:
+            raise self.error(s, "buffer loads read global memory")
+        itemsize = run.dtype.itemsize
+        split = self.buffer_split(run)
+        if split is None:
+            raise self.error(s, f"buffer.load of %{run.buffer.name}: the per-lane byte offset of {run.address} is "
                              "not proved to fit 32 bits", hint="use the 'sync' atom (64-bit addresses) for this access")
+        uniform, varying = split
         rsrc = self.resource(run.buffer, uniform)
         offset = self.to_vgpr(self.byte_offset32(varying, itemsize)) if varying != 0 else self.zero_vgpr()
         return offset, rsrc
@@ -1653,7 +1700,8 @@ class _Selector:
             if m is False:
                 self.emit("v_mov_b32", picked, self.to_sgpr(Imm(OUT_OF_RANGE)))
             else:
-                self.emit("v_cndmask_b32_e64", picked, self.to_vgpr(Imm(OUT_OF_RANGE)), offset, m)
+                past = self.cached("out of range", 0, lambda: self.to_vgpr(Imm(OUT_OF_RANGE)))
+                self.emit("v_cndmask_b32_e64", picked, past, offset, m)
             offset = picked
         direct = self._register_run(regs)
         nbytes = run.nbytes

@@ -10,14 +10,14 @@ The pass keeps, per counter, the queue of outstanding operations (oldest first) 
 registers each will write when it completes.  Before an instruction that reads or writes a
 register a pending operation will write, it waits until that operation is done (a load into
 a register a pending load of the same in-order counter writes needs no wait: they land in
-issue order): with ``k``
-newer operations in the same queue it emits ``vmcnt(k)`` (vector memory returns in issue
-order, loads and stores alike), or ``lgkmcnt(k)`` when only LDS operations are pending —
-scalar loads may return out of order, so a pending ``s_load`` turns every lgkm wait into
-``lgkmcnt(0)``.  A direct-to-LDS load writes LDS, not registers: LDS reads and writes of the
-bytes it writes (the instruction's ``lds`` region, in 64-byte granules; all of LDS when it has
-none) wait for it through ``vmcnt`` — accesses of another shared buffer (the other stage of a
-double buffer) do not.  Before ``s_barrier`` every LDS access and every vector-memory
+issue order): with ``k`` newer operations in the same queue it emits ``vmcnt(k)`` (vector
+memory returns in issue order, loads and stores alike), or ``lgkmcnt(k)`` with ``k`` the LDS
+operations issued after it — scalar loads may return out of order: a pending ``s_load`` is not
+counted among the newer operations, and waiting for one takes ``lgkmcnt(0)``.  A
+direct-to-LDS load writes LDS, not registers: LDS reads and writes of the bytes it writes (the
+instruction's ``lds`` region, in 64-byte granules; all of LDS when it has none) wait for it
+through ``vmcnt`` — accesses of another shared buffer (the other stage of a double buffer)
+do not.  Before ``s_barrier`` every LDS access and every vector-memory
 operation completes (the barrier orders them for the other waves of the block).
 
 Control flow: the queues at a block's entry are the join of its predecessors' exit queues,
@@ -157,21 +157,37 @@ def _needed(state: State, inst: Inst, assignment: dict[VirtualReg, int]) -> Wait
             return test
         must = {c: must_for(c) for c in Counter}
     for counter, queue in state.items():
-        newest = max((i for i, e in enumerate(queue) if must[counter](e)), default=None)
-        if newest is None:
+        needed = [i for i, e in enumerate(queue) if must[counter](e)]
+        if not needed:
             continue
-        out_of_order = counter is Counter.LGKM and any(InstClass.SMEM in e.kinds for e in queue)
-        counts[counter] = 0 if out_of_order else min(len(queue) - 1 - newest, counter.maximum)
+        newest = max(needed)
+        if any(InstClass.SMEM in queue[i].kinds for i in needed):
+            counts[counter] = 0  # scalar loads return out of order: only a zero count completes them
+            continue
+        # while the newest needed operation is outstanding, so is every in-order operation issued
+        # after it; pending scalar loads (out of order) may already be done and do not count
+        newer = sum(1 for e in queue[newest + 1:] if InstClass.SMEM not in e.kinds)
+        counts[counter] = min(newer, counter.maximum)
     return Wait(counts.get(Counter.VM), counts.get(Counter.LGKM))
 
 
 def _apply(state: State, wait: Wait) -> State:
+    """The operations that may still be outstanding after ``wait``: an in-order operation with
+    ``n`` or more in-order operations issued after it is complete once at most ``n`` are
+    outstanding; a scalar load (out of order) only once none is."""
     out = dict(state)
     for counter in Counter:
         n = wait.count(counter)
         if n is not None:
             queue = out.get(counter, ())
-            out[counter] = queue[len(queue) - n:] if n < len(queue) else queue
+            kept, newer = [], 0
+            for e in reversed(queue):
+                scalar = InstClass.SMEM in e.kinds
+                if (n > 0 if scalar else newer < n):
+                    kept.append(e)
+                if not scalar:
+                    newer += 1
+            out[counter] = tuple(reversed(kept))
     return out
 
 

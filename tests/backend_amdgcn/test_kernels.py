@@ -16,6 +16,7 @@ from argus.backend_amdgcn.assemble import read_metadata
 from argus.backend_amdgcn.compile import emit
 from argus.backend_amdgcn.isel import Policy, UnsupportedError
 from argus.backend_amdgcn.launch import Gfx942Kernel, LaunchError
+from argus.errors import ArgusError
 from argus.ir import dtypes as D
 from argus.ir import numerics
 from argus.proofs.cli_verify import load_kernels
@@ -69,11 +70,27 @@ def test_buffer_load_range_is_in_bytes_and_masked_lanes_read_out_of_range():
     emitted = emit(buffer_copy.specialize())
     emitted.assemble()
     source = emitted.source
-    assert re.search(r"buffer_load_dword v\d+, v\d+, s\[\d+:\d+\], 0 offen", source)
+    assert re.search(r"buffer_load_dword(x\d)? v(\d+|\[\d+:\d+\]), v\d+, s\[\d+:\d+\], 0 offen", source)
     assert "0x20000" in source  # resource word 3: 32-bit data format, raw buffer
     assert "s_lshl_b64" in source and "s_cselect_b32" in source  # elements left -> bytes, clamped
     assert "0x80000000" in source  # the offset of a masked-off element: past any num_records
     assert emitted.hazards() == []
+
+
+@pytest.mark.parametrize("name", ["vector_add", "row_softmax"])
+def test_zero_filled_masked_loads_become_buffer_loads_by_policy(name):
+    (k,) = load_kernels(EXAMPLES / f"{name}.py")
+    exec_masked = emit(k.specialize()).source
+    emitted = emit(k.specialize(), Policy(masked_loads="buffer"))
+    emitted.assemble()
+    assert emitted.hazards() == []
+    source = emitted.source
+    assert "global_load" in exec_masked and "global_load" not in source
+    assert re.search(r"v_cndmask_b32_e64 v\d+, v\d+, v\d+, s\[\d+:\d+\]", source)  # offset or 0x80000000
+    assert re.search(r"buffer_load_dword(x\d)? v(\d+|\[\d+:\d+\]), v\d+, s\[\d+:\d+\], 0 offen", source)
+    assert source.count("s_and_saveexec_b64") < exec_masked.count("s_and_saveexec_b64")
+    with pytest.raises(ArgusError, match="masked_loads"):
+        Policy(masked_loads="dma")
 
 
 @pytest.mark.parametrize(("name", "what"), [("gemm_tma_wgmma", "MbarrierInitStmt"), ("gemm_cp_async", "cp.async.16"),
