@@ -22,6 +22,7 @@ import pytest
 from argus.backend_amdgcn.assemble import disassemble, read_descriptor, read_metadata
 from argus.backend_amdgcn.cfg import branch_target
 from argus.backend_amdgcn.compile import emit
+from argus.backend_amdgcn.hazards import check
 from argus.backend_amdgcn.isa import Label, RegFile, render_inst
 from argus.ir import numerics
 from argus.kernels.gemm_gfx942 import CONFIGS, GemmError, gemm_gfx942, run_reference
@@ -176,3 +177,25 @@ def test_register_staging_writes_lds_with_b128_after_the_mfmas():
     mfmas = [i for i in range(load, write) if code[i].startswith("v_mfma")]
     assert len(mfmas) == 4
     assert not any("vmcnt" in line for line in code[load:mfmas[-1]])
+
+
+def _without(text: str, pattern: str, nth: int = 0) -> str:
+    lines = text.splitlines()
+    hits = [i for i, line in enumerate(lines) if re.match(pattern, line.strip())]
+    assert len(hits) > nth, pattern
+    del lines[hits[nth]]
+    return "\n".join(lines)
+
+
+@needs_llvm
+@pytest.mark.parametrize("direct", [True, False])
+@pytest.mark.parametrize(("plant", "kind"), [
+    (r"s_barrier", "barrier"),  # the loop's first barrier: a stage is read while it is refilled
+    (r"s_waitcnt .*; @ before s_barrier", "barrier"),  # LDS writes (direct loads / ds_write) in flight
+])
+def test_planted_pipeline_bugs_are_caught(direct, plant, kind):
+    _, emitted, _ = built(CONFIGS[0], direct)
+    assert emitted.hazards() == []
+    head = emitted.source.split(".Lgemm_gfx942_loop1:")[0]  # plant inside the main loop
+    mutated = head + _without(emitted.source[len(head):], plant)
+    assert kind in {h.kind for h in check(mutated)}
