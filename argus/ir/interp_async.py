@@ -399,12 +399,17 @@ def _claim_global(run: Any, op: N.Op, mem: Any, a: np.ndarray, thread: int) -> N
     owners[a] = run.linear_block
 
 
-def _gather(run: Any, mem: Any, addr: np.ndarray, ok: np.ndarray):
+def _gather(run: Any, mem: Any, addr: np.ndarray, ok: np.ndarray, view: N.View | None = None,
+            env: dict | None = None):
     """Values and tags of ``addr`` where ``ok`` (known zeros elsewhere: the zero fill of
-    out-of-range and predicated-off elements), shape [lanes, n]."""
+    out-of-range and predicated-off elements of the source ``view``, with the tags its tag
+    function gives them), shape [lanes, n]."""
     values = np.zeros(addr.shape, mem.values.dtype)
-    fields = np.zeros((*addr.shape, MAX_TAG_FIELDS), np.int64)
-    counts = np.full(addr.shape, _KNOWN_ZERO, np.int64)
+    if view is not None and not ok.all():
+        fields, counts = run.would_be_tags(view, env, addr.shape)
+    else:
+        fields = np.zeros((*addr.shape, MAX_TAG_FIELDS), np.int64)
+        counts = np.full(addr.shape, _KNOWN_ZERO, np.int64)
     names = np.full(addr.shape, None, object)
     idx = run._index(mem, addr, ok)
     values[ok] = mem.values[idx]
@@ -428,7 +433,7 @@ def run_cp_async(run: Any, op: N.Copy, env: dict, mask: np.ndarray, lanes: np.nd
     state = _state(run)
     src_mem, src_addr, src_ok = run._access(op, op.src, env, mask, lanes, write=False, pred=op.pred)
     dst_mem, dst_addr, dst_ok = run._access(op, op.dst, env, mask, lanes, write=True, track=False)
-    data = _gather(run, src_mem, src_addr, src_ok & dst_ok)
+    data = _gather(run, src_mem, src_addr, src_ok & dst_ok, op.src, env)
     for i in np.flatnonzero(mask):
         t = int(lanes[i])
         if not dst_ok[i].any():
@@ -531,7 +536,7 @@ def run_tma_load(run: Any, op: N.Copy, env: dict, mask: np.ndarray, lanes: np.nd
                 raise _fail(run, op, "out-of-bounds", "a TMA box must land entirely inside its shared-memory tile",
                             thread=t)
             if data is None:
-                data = _gather(run, src_mem, src_addr, src_ok)
+                data = _gather(run, src_mem, src_addr, src_ok, op.src, env)
             ((bar, _),) = _bars(run, op, op.mbarrier, env, one, lanes, async_proxy=True, owner=target)
             remote = target is not run
             declared = bar.armed_phase() if remote else bar.last_declared.get(t + run.base)

@@ -318,7 +318,7 @@ def _mma_tags(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict]):
                     thread=thread, element=element)
     # row fields of A (all but k) must be the same along k; likewise col fields of B.  Known zeros
     # (zero fill of out-of-range elements) contribute nothing to the product: they are skipped.
-    zero_a, zero_b = ca == _KNOWN_ZERO, cb == _KNOWN_ZERO
+    zero_a, zero_b = ca <= _KNOWN_ZERO, cb <= _KNOWN_ZERO  # with or without the tag they stand for
 
     def consistent(tagged, zero, rest, nrest):
         ref = np.argmax(tagged, axis=1)  # first tagged element of each row

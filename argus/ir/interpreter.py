@@ -47,11 +47,19 @@ from argus.ir.happens_before import HappensBefore
 WARP = 32
 MAX_TAG_FIELDS = 8
 _UNTAGGED = -1
-# tag_count of an element zero-filled because it was out of range (or predicated off) in an
-# asynchronous copy: a *known zero*.  It satisfies every tag assertion about the element (the
-# assertion would be about the tag it would have had, and its value is exactly zero), and an
-# MMA product with a known-zero operand contributes nothing (argus.ir.interp_mma).
+# tag_count of an element zero-filled because it was out of range (or predicated off) in a copy
+# (TMA, cp.async, load(..., other=0)): a *known zero*.  ``_KNOWN_ZERO - n`` (n >= 1) is a known
+# zero whose fields hold the n-field tag its source coordinate would have had (the tag function
+# of the source tensor, evaluated out of range): tag assertions are checked against that tag
+# (a known zero in the wrong place still fails), and an MMA product with a known-zero operand
+# contributes nothing (argus.ir.interp_mma).  ``_KNOWN_ZERO`` itself: no tag function applies.
 _KNOWN_ZERO = -2
+
+
+def known_zero_tags(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(is a known zero, field count of the tag it stands for)`` of tag counts (-1: none)."""
+    zero = counts <= _KNOWN_ZERO
+    return zero, np.where(zero, np.where(counts < _KNOWN_ZERO, _KNOWN_ZERO - counts, _UNTAGGED), counts)
 
 # --------------------------------------------------------------------------- errors
 
@@ -60,7 +68,7 @@ _KNOWN_ZERO = -2
 class Violation:
     """One dynamic check that failed, with where and for whom."""
 
-    kind: str  # "out-of-bounds", "uninitialized", "race", "barrier", "deadlock", "tag", "write-conflict"
+    kind: str  # "out-of-bounds", "uninitialized", "race", "barrier", "deadlock", "tag", "write-conflict", "cluster", ...
     message: str
     block: tuple[int, ...] | None = None
     thread: int | None = None
@@ -219,6 +227,7 @@ class LaunchState:
     grid: tuple[int, ...]
     global_writer_block: dict[str, np.ndarray] = field(default_factory=dict)
     tagged: set[int] = field(default_factory=set)
+    tag_functions: dict[str, N.Tag] = field(default_factory=dict)  # global tensor -> its tag
 
 
 # --------------------------------------------------------------------------- interpreter
@@ -775,10 +784,23 @@ class _BlockRun:
     def _fill(self, op: N.Op, dst: N.View, value: Any, env: dict, mask: np.ndarray, lanes: np.ndarray) -> None:
         mem, addr, ok = self._access(op, dst, env, mask, lanes, write=True)
         tags = None
-        if getattr(op, "tail", False) and value == 0:  # the zero fill of out-of-range elements
-            n = int(ok.sum())
-            tags = (np.zeros((n, MAX_TAG_FIELDS), np.int64), np.full(n, _KNOWN_ZERO, np.int64), np.full(n, None, object))
+        tail = getattr(op, "tail", None)
+        if tail is not None and value == 0:  # the zero fill of the source's out-of-range elements
+            fields, counts = self.would_be_tags(tail, env, addr.shape)
+            tags = (fields[ok], counts[ok], np.full(int(ok.sum()), None, object))
         self._write(mem, addr, ok, np.full(int(ok.sum()), value), tags)
+
+    def would_be_tags(self, src: N.View, env: dict, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Known-zero tag state ``(fields, counts)`` [lanes, n] for the elements of ``src`` (out of
+        range): the source tensor's tag function at their logical coordinates, if it has one."""
+        fields = np.zeros((*shape, MAX_TAG_FIELDS), np.int64)
+        tag = self.state.tag_functions.get(src.buffer.name) if src.buffer.space is N.MemorySpace.GLOBAL else None
+        if tag is None:
+            return fields, np.full(shape, _KNOWN_ZERO, np.int64)
+        field_env = self._logical_env(src, env, shape)
+        for i, (_, expr) in enumerate(tag.fields):
+            fields[..., i] = np.broadcast_to(np.asarray(self._eval(expr, field_env), np.int64), shape)
+        return fields, np.full(shape, _KNOWN_ZERO - len(tag.fields), np.int64)
 
     def _operand(self, op: N.Op, src: Any, env: dict, mask: np.ndarray, lanes: np.ndarray, ok: np.ndarray):
         if isinstance(src, N.View):
@@ -833,6 +855,7 @@ class _BlockRun:
             if id(op) in self.state.tagged:
                 return
             self.state.tagged.add(id(op))
+            self.state.tag_functions[op.view.buffer.name] = op
             first = int(np.flatnonzero(mask)[0])
             mask, lanes = np.ones(1, bool), lanes[first:first + 1]
             env = {k: (v[first:first + 1] if isinstance(v, np.ndarray) and v.ndim == 1 else v) for k, v in env.items()}
@@ -860,29 +883,36 @@ class _BlockRun:
                 "tag", f"{message} {op.message}".strip(), block=self.block, thread=int(lanes[lane]),
                 element=coords[element], position=op.loc, op=op.kind))
 
-        known_zero = counts == _KNOWN_ZERO
+        # a known zero is checked with the tag its source coordinate would have had; one whose
+        # source has no tag function (blank) satisfies any assertion that does not state it
+        known_zero, counts = known_zero_tags(counts)
+
+        def describe(i: int) -> str:
+            tag = tuple(int(v) for v in fields[i][:max(int(counts[i]), 0)])
+            return f"a known zero (standing for tag {tag})" if known_zero[i] else f"tag {tag}"
+
         if op.zero_symbol is not None and op.equal_to is None:  # the predicate states known zeros itself
+            untagged = (counts == _UNTAGGED) & ~known_zero
+            if untagged.any():
+                raise fail(int(np.flatnonzero(untagged)[0]), f"assertion on untagged (⊥) data of %{op.view.buffer.name}")
             zero_env = self._logical_env(op.view, env, addr.shape)
             flags = np.zeros(addr.shape, np.int64)
             flags[ok] = known_zero
             zero_env[op.zero_symbol] = flags
             full_fields = np.zeros((*addr.shape, MAX_TAG_FIELDS), np.int64)
-            full_fields[ok] = np.where(known_zero[:, None], 0, fields)
+            full_fields[ok] = fields
             for name, sym in op.tag_symbols:
                 zero_env[sym] = full_fields[..., int(name[1:])]
             holds = np.broadcast_to(np.asarray(self._eval(op.predicate, zero_env), bool), addr.shape)[ok]
-            untagged = counts == _UNTAGGED
-            if untagged.any():
-                raise fail(int(np.flatnonzero(untagged)[0]), f"assertion on untagged (⊥) data of %{op.view.buffer.name}")
             if not holds.all():
                 i = int(np.flatnonzero(~holds)[0])
-                what = "a known zero" if known_zero[i] else f"tag {tuple(int(v) for v in fields[i][:counts[i]])}"
-                raise fail(i, f"assert_tag failed: {what} of %{op.view.buffer.name}")
+                raise fail(i, f"assert_tag failed: {describe(i)} of %{op.view.buffer.name}")
             return
-        if known_zero.any():  # a known zero satisfies any assertion about the element
+        blank = known_zero & (counts == _UNTAGGED)
+        if blank.any():
             keep = np.zeros(ok.shape, bool)
-            keep[ok] = ~known_zero
-            ok, fields, counts = ok & keep, fields[~known_zero], counts[~known_zero]
+            keep[ok] = ~blank
+            ok, fields, counts, known_zero = ok & keep, fields[~blank], counts[~blank], known_zero[~blank]
             positions = np.argwhere(ok)
         untagged = counts == _UNTAGGED
         if untagged.any():
@@ -891,7 +921,9 @@ class _BlockRun:
             other_mem, other_addr, _ = self._access(op, op.equal_to, env, mask, lanes, write=False,
                                                     check_init=False, track=False)
             other_fields, other_counts, _ = self._tags_of(other_mem, other_addr, ok)
-            differs = ((other_counts != counts) | np.any(other_fields != fields, axis=-1)) & (other_counts != _KNOWN_ZERO)
+            other_zero, other_counts = known_zero_tags(other_counts)
+            other_blank = other_zero & (other_counts == _UNTAGGED)
+            differs = ((other_counts != counts) | np.any(other_fields != fields, axis=-1)) & ~other_blank
             if differs.any():
                 i = int(np.flatnonzero(differs)[0])
                 raise fail(i, f"tags differ: {tuple(int(v) for v in fields[i][:counts[i]])} vs "
@@ -906,7 +938,7 @@ class _BlockRun:
         failed = (ok & ~holds)[ok]
         if failed.any():
             i = int(np.flatnonzero(failed)[0])
-            raise fail(i, f"assert_tag failed: tag {tuple(int(v) for v in fields[i][:counts[i]])} of %{op.view.buffer.name}")
+            raise fail(i, f"assert_tag failed: {describe(i)} of %{op.view.buffer.name}")
 
 
 class _ClusterRun:
@@ -989,7 +1021,7 @@ class _ClusterRun:
                 raise hb.violation(
                     "cluster", f"block {run.block} exits while {hb.who(int(w[i]))} {what} its shared memory "
                     f"%{name}[{i}] with no cluster barrier (or other synchronisation) ordering that access before "
-                    "the exit: the peer may use the memory after it is gone", op=mem_op(run),
+                    "the exit: the peer may use the memory after it is gone", op=_exit_op(run),
                     thread=int(w[i]))
 
     def _deadlock(self, warps: list, blocked: dict[int, Blocked], done: set[int]) -> None:
@@ -1071,7 +1103,7 @@ class _ClusterRun:
         return released
 
 
-def mem_op(run: _BlockRun) -> N.Op:
+def _exit_op(run: _BlockRun) -> N.Op:
     """The op a block-exit violation is reported at: the kernel's last top-level op."""
     ops = run.interp.kernel.body.ops
     return ops[-1] if ops else N.Barrier(loc=run.interp.kernel.loc)

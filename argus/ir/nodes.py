@@ -196,14 +196,15 @@ class Copy(Op):
 class Fill(Op):
     """``dst[c] = value`` for every valid element.
 
-    ``tail``: the fill supplies the value of the elements a following copy leaves out because
-    they lie outside its source (``load(..., other=0)`` of a partial tile); with value 0 those
-    elements carry a *known zero* fact in the tag state (DESIGN.md, "Tag functions").
+    ``tail``: the source view of a following copy (same shape as ``dst``) whose out-of-range
+    elements the fill stands for (``load(..., other=0)`` of a partial tile).  With value 0 those
+    elements carry a *known zero* fact in the tag state (DESIGN.md, "Tag functions"), together
+    with the tag the source's tag function gives their (out-of-range) coordinate.
     """
 
     dst: View
     value: float | int
-    tail: bool = False
+    tail: View | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -76,7 +76,6 @@ def _operand(value: Any) -> str:
 
 
 _SKIP = {"loc", "inserted_by", "scope", "elected"}
-_QUIET_DEFAULTS = {("Fill", "tail"): False}  # fields printed only when they differ from this value
 
 
 def op_line(op: N.Op) -> str:
@@ -87,8 +86,6 @@ def op_line(op: N.Op) -> str:
             continue
         value = getattr(op, f.name)
         if isinstance(value, N.Region) or value is None or value == ():
-            continue
-        if (op.kind, f.name) in _QUIET_DEFAULTS and value == _QUIET_DEFAULTS[(op.kind, f.name)]:
             continue
         parts.append(f"{f.name}={_operand(value)}")
     head = op.kind.lower()

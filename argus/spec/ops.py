@@ -370,7 +370,7 @@ def load(src: Tensor, *, other: float | int | None = 0, dtype: Any = None) -> Te
     dst = fragment(src.shape, src.dtype)
     builder = B.current()
     if other is not None and src.view.valid is not None:
-        builder.emit(N.Fill(dst=dst.view, value=other, tail=True, loc=builder.position()))
+        builder.emit(N.Fill(dst=dst.view, value=other, tail=src.view, loc=builder.position()))
     copy(src, dst)
     return dst.to(dtype) if dtype is not None and dtype != src.dtype else dst
 

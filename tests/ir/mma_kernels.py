@@ -256,7 +256,7 @@ def matrix_copies(x: A.Global(A.bf16, "16 16"), y: A.Global(A.bf16, "16 16"), TR
                 A.stmatrix(f, d.tile((ROWS, COLS), (0, 0)), trans=TRANS)
     if BARRIER:
         A.barrier()
-    A.copy(d.tile((1, 4), (t // 4, t % 4)), y.tile((1, 4), (t // 4, t % 4)), pred=(t // 4 < ROWS) & (t % 4 * 4 < COLS))
+    A.copy(d.tile((1, 4), (t // 4, t % 4)), y.tile((1, 4), (t // 4, t % 4)), pred=(t < ROWS * 4) & (t % 4 < COLS // 4))
 
 
 @A.kernel(threads=32)
@@ -270,3 +270,19 @@ def matrix_copy_misuse(x: A.Global(A.bf16, "16 16"), WHAT: A.const = "dtype"):
         A.ldmatrix(x)
     elif WHAT == "fragment":
         A.stmatrix(A.zeros((2, 2), A.bf16), A.shared(A.bf16, (16, 16)))
+
+
+@A.kernel(threads=64, grid=lambda n: (A.cdiv(n, 64),))
+def shifted_tail(x: A.Global(A.f32, "n"), y: A.Global(A.f32, "n"), OWN: A.const = False):
+    """y[i] = x[i + 1]: the last element is the zero fill of x[n], a known zero standing for tag
+    (n,).  OWN (planted) asserts that the last element of y carries its own coordinate."""
+    A.tag(x, lambda i: (i,), "x")
+    n = x.shape[0]
+    i = A.block_id(0) * 64 + A.thread_id()
+    v = A.load(x.tile((1,), (i + 1,)))
+    out = y.tile((1,), (i,))
+    A.store(v, out)
+    if OWN:
+        A.assert_tag(out, lambda j, t: (j < n - 1) | (t == (j,)), "y[n - 1] holds x[n - 1]")
+    else:
+        A.assert_tag(out, lambda j, t: t == (j + 1,), "y[j] holds x[j + 1] (a known zero for j = n - 1)")

@@ -445,6 +445,18 @@ def test_load_tail_zero_fill_is_a_known_zero_for_mma_tags(k):
     assert np.all(np.abs(out - reference) <= numerics.mma_tolerance(inputs["a"], inputs["b"].T))
 
 
+def test_a_known_zero_keeps_the_tag_its_source_would_have_had():
+    # a tail shifted onto in-range elements still fails the assertion: the known zeros stand for
+    # the out-of-range source coordinates, not for the elements they replace
+    v = _violation(K.partial_k_mma_sync, _partial_k_inputs(20), {"K": 20}, STATE_TAIL="zero")
+    assert "tag (0, 0)" in v.message
+    inputs = {"x": _random(np.random.default_rng(0), "f32", (40,)), "y": np.zeros(40, np.float32)}
+    out = Interpreter(K.shifted_tail.specialize()).run(inputs, {"n": 40})["y"]
+    np.testing.assert_array_equal(out, np.append(inputs["x"][1:], 0))
+    v = _violation(K.shifted_tail, inputs, {"n": 40}, OWN=True)
+    assert v.kind == "tag" and "a known zero (standing for tag (40,))" in v.message
+
+
 def test_a_tail_filled_with_another_value_is_untagged():
     v = _violation(K.partial_k_mma_sync, _partial_k_inputs(20), {"K": 20}, OTHER=1)
     assert v.kind == "tag" and "untagged" in v.message
@@ -463,7 +475,7 @@ def test_known_zero_fills_are_printed():
     from argus.ir.printer import print_kernel
 
     text = print_kernel(K.partial_k_mma_sync.specialize())
-    assert "value=0 tail=True" in text and "value=0  #" in text  # the accumulator's fill is no tail
+    assert "value=0 tail=%a[" in text and "value=0  #" in text  # the accumulator's fill is no tail
 
 
 # --------------------------------------------------------------------------- ldmatrix / stmatrix
