@@ -485,9 +485,12 @@ def assert_tag(t: Tensor, pred: Callable[..., Any], message: str = "") -> None:
     the element's tag fields (``tag[0]``, ``tag[1]``, ...).
 
     Elements zero-filled because they were out of range (a TMA box or cp.async past the tensor,
-    ``load(..., other=0)`` of a partial tile) carry a *known zero*: a predicate holds at them
-    unless it mentions ``tag.known_zero`` (true exactly at known zeros), which states the fact
-    itself, e.g. ``lambda i, tg: tg.known_zero`` for a tail that must be zero-filled."""
+    ``load(..., other=0)`` of a partial tile) carry a *known zero* together with the tag the
+    source's tag function gives their out-of-range coordinate: the predicate is checked against
+    that tag (a zero fill in the wrong place fails), and ``tag.known_zero`` (true exactly at known
+    zeros) states the fact itself, e.g. ``lambda i, tg: tg.known_zero`` for a tail that must be
+    zero-filled.  A known zero of a source without a tag function satisfies a predicate that does
+    not mention ``tag.known_zero``."""
     builder = B.current()
     tag_syms = tuple(sympy.Symbol(f"tag_f{i}", integer=True) for i in builtins.range(8))
     record = _TagRecord(tag_syms)
