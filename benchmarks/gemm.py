@@ -67,6 +67,7 @@ def _specializations() -> list[tuple[str, str, dict]]:
     for i, cfg in enumerate(CANDIDATES):
         out.append((f"main_c{i}", "main", cfg.consts()))
     out.append(("main_c0_threads", "main", {**CANDIDATES[0].consts(), "RELEASE": "threads"}))
+    out.append(("main_c0_direct", "main", {**CANDIDATES[0].consts(), "EPILOGUE": "direct"}))
     for variant in VARIANTS:
         if variant != "main":
             out.append((f"{variant}_c0", variant, GemmConfig().consts()))

@@ -788,17 +788,19 @@ class _Emitter:
     def convert(self, s: L.ConvertStmt) -> None:
         src_t, dst_t = s.src_dtype, s.dst_dtype
         if src_t.name == "f32" and dst_t.name in ("bf16", "f16") and not s.satfinite and s.rounding == "rn":
-            # pairs at once (cvt.rn.{bf16,f16}x2.f32: the first operand goes to the upper half),
-            # unpacked low half first: the packing a 16-bit store does next folds away
-            pairs = len(s.dst) // 2
-            for i in range(pairs):
-                packed = self.reg("b32")
-                lo, hi = s.src[2 * i], s.src[2 * i + 1]
-                self.emit(f"cvt.rn.{dst_t.name}x2.f32 {packed}, {self.frag(hi)}, {self.frag(lo)};")
-                self.emit(f"mov.b32 {{{self.frag(s.dst[2 * i])}, {self.frag(s.dst[2 * i + 1])}}}, {packed};")
-            if 2 * pairs == len(s.dst):
-                return
-            rest = [(s.dst[-1], s.src[-1])]
+            # destination registers 2k and 2k+1 at once (cvt.rn.{bf16,f16}x2.f32: the first operand
+            # goes to the upper half), unpacked low half first: the packing of the pair a 16-bit
+            # store does next folds away
+            source = dict(zip(s.dst, s.src))
+            rest = []
+            for d, r in zip(s.dst, s.src):
+                if d.index % 2 == 0 and L.Reg(d.buffer, d.index + 1) in source:
+                    hi_dst = L.Reg(d.buffer, d.index + 1)
+                    packed = self.reg("b32")
+                    self.emit(f"cvt.rn.{dst_t.name}x2.f32 {packed}, {self.frag(source[hi_dst])}, {self.frag(r)};")
+                    self.emit(f"mov.b32 {{{self.frag(d)}, {self.frag(hi_dst)}}}, {packed};")
+                elif not (d.index % 2 == 1 and L.Reg(d.buffer, d.index - 1) in source):
+                    rest.append((d, r))
         else:
             rest = list(zip(s.dst, s.src))
         for d, r in rest:

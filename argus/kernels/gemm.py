@@ -6,8 +6,9 @@ the DSL and specialized by ``const`` parameters:
 
 * ``BN`` (the block tile is ``128 x BN``; each of the two consumer warpgroups owns 64 rows and
   issues ``wgmma.m64n{BN}k16``), ``BK`` (64: one 128-byte swizzle row of 16-bit elements),
-  ``STAGES`` (shared-memory ring depth), ``GROUP_M`` (tile-order grouping) and ``SMS`` (the
-  number of persistent blocks, normally the device's SM count).
+  ``STAGES`` (shared-memory ring depth), ``GROUP_M`` (tile-order grouping), ``SMS`` (the
+  number of persistent blocks, normally the device's SM count), ``RELEASE`` (how consumers
+  give a stage back) and ``EPILOGUE`` (``"tma"``, ``"direct"`` or ``"auto"``).
 
 Structure (384 threads, three warpgroups):
 
@@ -25,17 +26,25 @@ Structure (384 threads, three warpgroups):
   and K arrive zero-filled (TMA bounds).
 * **Consumers** (warpgroups 1 and 2, ``setmaxnreg`` 232).  Per k-block: wait for ``full[s]``,
   issue ``BK / 16`` wgmmas on the stage, commit, then ``wgmma_wait(1)`` — the previous
-  k-block's group retired — and release the previous stage.  One group stays in flight, so
-  tensor cores never wait on the release.  After the last k-block: ``wgmma_wait(0)``, release,
-  and the epilogue (bias, activation, conversion, predicated vector stores from registers).
+  k-block's group retired — and release the previous stage (the 256 consumer threads meet at
+  named barrier 1 and one of them arrives).  One group stays in flight, so tensor cores never
+  wait on the release.  After the last k-block: ``wgmma_wait(0)``, release, and the epilogue:
+  bias, activation, conversion, then for a 16-bit C the tile leaves as ``BN / 64`` boxes of
+  128 x 64 through two 128B-swizzled staging buffers and TMA stores (written from registers,
+  ``fence_proxy_async``, barrier, one thread stores; a buffer is rewritten only after the
+  store that used it has read it), so the next tile's main loop overlaps the writes; an fp32
+  C is stored from registers (unpredicated on interior tiles).
 
 Invariants (tags and assertions): ``a`` carries ``(i, k)`` and ``b`` ``(j, k)``; when its wait
 returns, stage ``s`` holds k-block ``kt`` of the current tile for both operands (asserted on the
 tile's interior); every wgmma pairs A and B elements of equal ``k`` (the MMA semantics); the
-accumulator element stored at ``c[i, j]`` carries ``(i, j)``.
+accumulator element stored for ``c[i, j]`` (in the staging box, or in C) carries ``(i, j)``.
 
 Assumptions: ``K`` and ``N`` are multiples of 8 (16-byte row pitch: TMA's stride rule and the
 vector epilogue); M, N and K need not be multiples of the tile.
+
+Measured on an H200 (benchmarks/RESULTS.md): the main loop runs at cuBLAS's rate; what is left
+is per-tile cost (pipeline drain before the epilogue, the epilogue itself).
 """
 
 import functools
@@ -50,7 +59,7 @@ from argus import symbolic
 from argus.errors import ArgusError
 from argus.layout_algebra.hopper import SwizzleMode
 
-__all__ = ["ACTIVATIONS", "CANDIDATES", "GemmConfig", "GemmError", "gemm_kernel", "tile_of"]
+__all__ = ["ACTIVATIONS", "CANDIDATES", "TUNED", "GemmConfig", "GemmError", "gemm_kernel", "tile_of", "tuned_config"]
 
 BM = 128  # two consumer warpgroups x 64 rows
 ACTIVATIONS = (None, "relu")
@@ -73,18 +82,38 @@ class GemmConfig:
     def consts(self) -> dict[str, int]:
         return {"BN": self.BN, "BK": self.BK, "STAGES": self.STAGES, "GROUP_M": self.GROUP_M}
 
-    def shared_bytes(self, itemsize: int = 2) -> int:
-        return self.STAGES * (BM + self.BN) * self.BK * itemsize
+    def shared_bytes(self, itemsize: int = 2, tma_epilogue: bool = True) -> int:
+        """The shared memory of the ring (and of the epilogue's two 128 x 64 staging boxes)."""
+        return self.STAGES * (BM + self.BN) * self.BK * itemsize + (2 * BM * 64 * itemsize if tma_epilogue else 0)
 
 
 CANDIDATES = (
     GemmConfig(BN=256, STAGES=4, GROUP_M=8),
     GemmConfig(BN=256, STAGES=3, GROUP_M=8),
     GemmConfig(BN=256, STAGES=4, GROUP_M=16),
-    GemmConfig(BN=192, STAGES=5, GROUP_M=8),
+    GemmConfig(BN=192, STAGES=4, GROUP_M=8),
     GemmConfig(BN=128, STAGES=6, GROUP_M=8),
 )
 """The autotuner's search space: every entry fits 227 KB of shared memory and 232 registers."""
+
+TUNED = {
+    (4096, 4096, 4096): CANDIDATES[2],
+    (8192, 8192, 8192): CANDIDATES[2],
+    (4096, 14336, 4096): CANDIDATES[2],
+    (16384, 4096, 4096): CANDIDATES[2],
+    (2048, 2048, 2048): CANDIDATES[2],
+    (128, 14336, 4096): CANDIDATES[4],
+}
+"""The candidate ``benchmarks/gemm.py`` timed fastest per shape on an H200 (2026-12-03,
+benchmarks/RESULTS.md); ``tuned_config`` generalizes it."""
+
+
+def tuned_config(m: int, n: int, k: int) -> "GemmConfig":
+    """The recorded best candidate for ``(m, n, k)``, else the one recorded for its shape class:
+    a skinny ``m`` (one 128-row tile) wants narrower tiles so that more blocks get work."""
+    if (m, n, k) in TUNED:
+        return TUNED[(m, n, k)]
+    return CANDIDATES[4] if m <= BM else CANDIDATES[2]
 
 
 def tile_of(t: Any, tiles_m: Any, tiles_n: Any, group_m: int) -> tuple[Any, Any]:
@@ -124,18 +153,18 @@ def gemm_kernel(in_dtype: str = "bf16", out_dtype: str = "bf16", bias: bool = Fa
     if bias:
         def gemm(a: A.Global(tin, "M K"), b: A.Global(tin, "N K"), c: A.Global(tout, "M N"),
                  bias: A.Global(A.f32, "N"), BN: A.const = 256, BK: A.const = 64, STAGES: A.const = 4,
-                 GROUP_M: A.const = 8, SMS: A.const = 132, RELEASE: A.const = "warpgroups"):
-            _traced_body()(a, b, c, bias, BN, BK, STAGES, GROUP_M, SMS, RELEASE, in_dtype, tout, activation)
+                 GROUP_M: A.const = 8, SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto"):
+            _traced_body()(a, b, c, bias, BN, BK, STAGES, GROUP_M, SMS, RELEASE, _epilogue(EPILOGUE, tout, BN), in_dtype, tout, activation)
     else:
         def gemm(a: A.Global(tin, "M K"), b: A.Global(tin, "N K"), c: A.Global(tout, "M N"),
                  BN: A.const = 256, BK: A.const = 64, STAGES: A.const = 4, GROUP_M: A.const = 8,
-                 SMS: A.const = 132, RELEASE: A.const = "warpgroups"):
-            _traced_body()(a, b, c, None, BN, BK, STAGES, GROUP_M, SMS, RELEASE, in_dtype, tout, activation)
+                 SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto"):
+            _traced_body()(a, b, c, None, BN, BK, STAGES, GROUP_M, SMS, RELEASE, _epilogue(EPILOGUE, tout, BN), in_dtype, tout, activation)
     gemm.__name__ = gemm.__qualname__ = name
     return A.kernel(threads=384, grid=grid, assume=assume)(gemm)
 
 
-def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, in_dtype, tout, activation):
+def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE, in_dtype, tout, activation):
     """The kernel body shared by every variant (traced inside the variant's kernel)."""
     swizzle = SwizzleMode.B128.element_swizzle(2)
     tin = _DTYPES[in_dtype]
@@ -150,6 +179,9 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, in_dtype,
     mine = A.cdiv(tiles_m * tiles_n - pid, SMS)  # tiles pid, pid + SMS, ... (grid = SMS blocks)
     sa = A.shared(tin, (STAGES, BM, BK), swizzle=swizzle)
     sb = A.shared(tin, (STAGES, BN, BK), swizzle=swizzle)
+    if EPILOGUE == "tma":
+        staging = A.shared(tout, (2, BM, 64), swizzle=swizzle)  # two 128 x 64 boxes of C
+    box_atom = f"wgmma.m64n64k16.{in_dtype}"
     full = A.mbarrier(1, stages=STAGES)
     empty = A.mbarrier(256 if RELEASE == "threads" else 1, stages=STAGES)
     A.mbarrier_init(full, empty)
@@ -194,12 +226,49 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, in_dtype,
             if activation == "relu":
                 acc = A.maximum(acc, 0.0)
             result = acc if tout is A.f32 else A.convert(acc, tout)
-            if (cm + 1) * BM <= M and (cn + 1) * BN <= N:
-                A.store(result, _unmasked(out))  # an interior tile: no element needs a bounds predicate
+            if EPILOGUE == "tma":
+                # 64-column boxes through two shared buffers: each box is written from registers,
+                # made visible to the async proxy and stored by TMA (clipped at the edges of C),
+                # and the consumers go on to the next tile while the stores drain
+                for q in A.range(BN // 64, unroll=True):
+                    buf = staging[q % 2]
+                    # the store that last used this buffer has read it (at a tile's first box: every
+                    # store of the previous tile, long read by then)
+                    A.tma_store_wait(1 if q > 0 else 0, read=True)
+                    A.named_barrier(1, 256)
+                    box = buf.tile((64, 64), (wg, 0))
+                    A.store(result.tile((2, 2, 8), (0, 0, q)), A.mma_partition(box_atom, "c", box))
+                    if bias_t is None and activation is None and (cm + 1) * BM <= M and (cn + 1) * BN <= N:
+                        A.assert_tag(box, lambda _b, r, col, tg, cm=cm, cn=cn, q=q:
+                                     tg == (cm * BM + r, cn * BN + q * 64 + col), "c[i, j] = row i of A · row j of B")
+                    A.fence_proxy_async()
+                    A.named_barrier(1, 256)
+                    A.tma_store(buf, c.tile((BM, 64), (cm, cn * (BN // 64) + q)))
+                    A.tma_store_commit()
             else:
-                A.store(result, out)
-            if bias_t is None and activation is None:  # an epilogue's arithmetic drops the tags
-                A.assert_tag(out, lambda r, col, tg: tg == (r, col), "c[i, j] = row i of A · row j of B")
+                if (cm + 1) * BM <= M and (cn + 1) * BN <= N:
+                    A.store(result, _unmasked(out))  # an interior tile: no element needs a bounds predicate
+                else:
+                    A.store(result, out)
+                if bias_t is None and activation is None:  # an epilogue's arithmetic drops the tags
+                    A.assert_tag(out, lambda r, col, tg: tg == (r, col), "c[i, j] = row i of A · row j of B")
+        if EPILOGUE == "tma":
+            A.tma_store_wait(0)  # every store of the block complete before it exits
+
+
+def _epilogue(how: str, tout: Any, bn: int) -> str:
+    """The epilogue a specialization uses: ``"tma"`` (16-bit C through shared memory and TMA
+    stores, overlapping the next tile) or ``"direct"`` (vector stores from registers);
+    ``"auto"`` picks TMA where it applies (a 16-bit C, BN a multiple of 64)."""
+    tma_ok = tout is not A.f32 and bn % 64 == 0
+    if how == "auto":
+        return "tma" if tma_ok else "direct"
+    if how == "tma" and not tma_ok:
+        raise GemmError("EPILOGUE='tma' needs a 16-bit C and BN a multiple of 64 (128-byte TMA boxes)",
+                        hint="use EPILOGUE='direct' or 'auto'")
+    if how not in ("tma", "direct"):
+        raise GemmError(f"EPILOGUE={how!r}: use 'auto', 'tma' or 'direct'")
+    return how
 
 
 def _release(stage: Any, how: str) -> None:

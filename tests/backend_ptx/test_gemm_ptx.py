@@ -37,6 +37,8 @@ def test_default_specialization_assembles_with_the_hopper_machinery():
     assert sass.count("HGMMA.64x256x16.F32.BF16") == 4  # BK / 16 per k-block, one loop
     assert "UTMALDG.2D" in sass and "USETMAXREG.DEALLOC" in sass and "USETMAXREG.TRY_ALLOC" in sass
     assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass
+    assert "UTMASTG.2D" in sass  # the epilogue's TMA stores
+    assert "cp.async.bulk.wait_group.read" in text and "fence.proxy.async.shared::cta;" in text
 
 
 def test_loop_invariant_divisions_are_computed_before_the_loop():
