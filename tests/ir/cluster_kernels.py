@@ -86,3 +86,22 @@ def cluster_barrier_in_one_block(x: A.Global(A.f32, "128"), ONLY_RANK0: A.const 
 @A.kernel(threads=64, cluster=(2, 1, 1), grid=lambda: (3,))
 def odd_grid(x: A.Global(A.f32, "64")):
     A.cluster_barrier()
+
+
+@A.kernel(threads=32, cluster=(2, 1, 1), grid=lambda: (2,))
+def mapa_misuse(x: A.Global(A.f32, "64"), WHAT: A.const = "rank"):
+    """Uses of distributed shared memory that are rejected (selected by WHAT)."""
+    s = A.shared(A.f32, (32,))
+    bar = A.mbarrier(32)
+    A.mbarrier_init(bar, sync=False)
+    A.cluster_barrier()
+    if WHAT == "rank":
+        A.mapa(s, 2)
+    elif WHAT == "global":
+        A.mapa(x, 1)
+    elif WHAT == "twice":
+        A.mapa(A.mapa(s, 1), 0)
+    elif WHAT == "peer-wait":
+        A.arrive(bar)
+        A.wait(A.mapa(bar, 1 - A.cluster_rank()), phase=0)
+    A.cluster_barrier()

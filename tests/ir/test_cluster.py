@@ -135,3 +135,16 @@ def test_replaying_one_block_runs_its_cluster():
     out = Interpreter(C.dsmem_swap.specialize()).run({"x": x, "y": y}, blocks=[(3, 0, 0)])
     np.testing.assert_array_equal(out["y"][128:], _swap_halves(x, 64)[128:])
     assert not out["y"][:128].any()
+
+
+@pytest.mark.parametrize("what, message", [("rank", "outside 0..1"), ("global", "only shared memory"),
+                                           ("twice", "already names a peer")])
+def test_mapa_misuse_is_rejected_when_traced(what, message):
+    with pytest.raises(ArgusError, match=message):
+        C.mapa_misuse.specialize(WHAT=what)
+
+
+def test_waiting_on_a_peer_mbarrier_is_rejected():
+    v = _violation(C.mapa_misuse, {"x": np.ones(64, np.float32)}, WHAT="peer-wait")
+    assert v.kind == "mbarrier" and "peer block" in v.message
+    assert v.position.line == _line(C.mapa_misuse, "A.wait(A.mapa(bar")
