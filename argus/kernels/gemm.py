@@ -218,26 +218,33 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                     _release(empty[(jt - 1) % STAGES], RELEASE)
             A.wgmma_wait(0)
             _release(empty[(j * nk + nk - 1) % STAGES], RELEASE)
-            out = A.mma_partition(atom, "c", c.tile((BM, BN), (cm, cn)).tile((64, BN), (wg, 0)))
-            if bias_t is not None:
-                row = A.mma_partition(atom, "c", _broadcast_rows(bias_t, M).tile((BM, BN), (cm, cn))
-                                      .tile((64, BN), (wg, 0)))
-                acc = acc + A.load(row, dtype=A.f32)
-            if activation == "relu":
-                acc = A.maximum(acc, 0.0)
-            result = acc if tout is A.f32 else A.convert(acc, tout)
             if EPILOGUE == "tma":
-                # 64-column boxes through two shared buffers: each box is written from registers,
-                # made visible to the async proxy and stored by TMA (clipped at the edges of C),
-                # and the consumers go on to the next tile while the stores drain
+                # 64-column boxes through two shared buffers: each box's bias, activation and
+                # conversion are applied to its 32 accumulator values, which are written from
+                # registers, made visible to the async proxy and stored by TMA (clipped at the
+                # edges of C); the consumers go on to the next tile while the stores drain
+                plain = bias_t is None and activation is None
+                if plain:
+                    converted = A.convert(acc, tout)  # the whole fragment at once (fewest instructions)
                 for q in A.range(BN // 64, unroll=True):
+                    if plain:
+                        part = converted.tile((2, 2, 8), (0, 0, q))  # columns 64q .. 64q + 63
+                    else:  # box by box: the bias values of one box only are live
+                        part = acc.tile((2, 2, 8), (0, 0, q))
+                        if bias_t is not None:
+                            row = _broadcast_rows(bias_t, M).tile((BM, 64), (cm, cn * (BN // 64) + q))
+                            part = part + A.load(A.mma_partition(box_atom, "c", row.tile((64, 64), (wg, 0))),
+                                                 dtype=A.f32)
+                        if activation == "relu":
+                            part = A.maximum(part, 0.0)
+                        part = A.convert(part, tout)
                     buf = staging[q % 2]
                     # the store that last used this buffer has read it (at a tile's first box: every
                     # store of the previous tile, long read by then)
                     A.tma_store_wait(1 if q > 0 else 0, read=True)
                     A.named_barrier(1, 256)
                     box = buf.tile((64, 64), (wg, 0))
-                    A.store(result.tile((2, 2, 8), (0, 0, q)), A.mma_partition(box_atom, "c", box))
+                    A.store(part, A.mma_partition(box_atom, "c", box))
                     if bias_t is None and activation is None and (cm + 1) * BM <= M and (cn + 1) * BN <= N:
                         A.assert_tag(box, lambda _b, r, col, tg, cm=cm, cn=cn, q=q:
                                      tg == (cm * BM + r, cn * BN + q * 64 + col), "c[i, j] = row i of A · row j of B")
@@ -246,6 +253,14 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                     A.tma_store(buf, c.tile((BM, 64), (cm, cn * (BN // 64) + q)))
                     A.tma_store_commit()
             else:
+                out = A.mma_partition(atom, "c", c.tile((BM, BN), (cm, cn)).tile((64, BN), (wg, 0)))
+                if bias_t is not None:
+                    row = A.mma_partition(atom, "c", _broadcast_rows(bias_t, M).tile((BM, BN), (cm, cn))
+                                          .tile((64, BN), (wg, 0)))
+                    acc = acc + A.load(row, dtype=A.f32)
+                if activation == "relu":
+                    acc = A.maximum(acc, 0.0)
+                result = acc if tout is A.f32 else A.convert(acc, tout)
                 if (cm + 1) * BM <= M and (cn + 1) * BN <= N:
                     A.store(result, _unmasked(out))  # an interior tile: no element needs a bounds predicate
                 else:
