@@ -585,6 +585,8 @@ class _Emitter:
                 self.copy(s)
             case L.TensorCopy():
                 self.tensor_copy(s)
+            case L.MatrixCopyStmt():
+                self.matrix_copy(s)
             case L.FillStmt(dst=dst, value=value):
                 for r in dst:
                     dt = self.frag_dtype(r)
@@ -704,6 +706,30 @@ class _Emitter:
                     self.emit(f"{prefix}mov{self.move_type(self.frag_dtype(b))} {self.frag(b)}, {self.frag(a)};")
             else:
                 raise self.error(s, "unsupported copy operands")
+
+    def matrix_copy(self, s: L.MatrixCopyStmt) -> None:
+        """``ldmatrix``/``stmatrix``: this lane's row address; register ``j`` of the instruction
+        packs fragment values ``2j`` (low half) and ``2j + 1``."""
+        op = "ldmatrix" if s.load else "stmatrix"
+        if op == "stmatrix":
+            self.require_sm90(s, "stmatrix")
+        elif self.target not in ("sm_80", "sm_90a"):
+            raise self.error(s, "ldmatrix needs sm_80 or later")
+        parts = s.atom.split(".")  # ldmatrix.m8n8.x4[.trans].b16
+        count = int(parts[2][1:])
+        trans = ".trans" if "trans" in parts else ""
+        where = self.address(s.buffer, s.address)
+        packed = [self.reg("b32") for _ in range(count)]
+        regs = "{" + ", ".join(packed) + "}"
+        pairs = [(self.frag(s.regs[2 * j]), self.frag(s.regs[2 * j + 1])) for j in range(count)]
+        if s.load:
+            self.emit(f"ldmatrix.sync.aligned.m8n8.x{count}{trans}.shared.b16 {regs}, {where};")
+            for p, (lo, hi) in zip(packed, pairs):
+                self.emit(f"mov.b32 {{{lo}, {hi}}}, {p};")
+        else:
+            for p, (lo, hi) in zip(packed, pairs):
+                self.emit(f"mov.b32 {p}, {{{lo}, {hi}}};")
+            self.emit(f"stmatrix.sync.aligned.m8n8.x{count}{trans}.shared.b16 {where}, {regs};")
 
     def require_cp_async(self, s: L.Stmt) -> None:
         if self.target not in ("sm_80", "sm_90a"):

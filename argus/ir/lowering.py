@@ -64,6 +64,7 @@ __all__ = [
     "Loop",
     "LoweredKernel",
     "LoweringError",
+    "MatrixCopyStmt",
     "MemoryRun",
     "Reg",
     "SharedAllocation",
@@ -496,6 +497,21 @@ class CopyStmt(Stmt):
 
 
 @dataclass(frozen=True, kw_only=True)
+class MatrixCopyStmt(Stmt):
+    """``ldmatrix`` / ``stmatrix``: the warp moves ``len(regs) // 2`` 8x8 matrices of 16-bit
+    elements between shared memory and the lanes' fragments.  ``address`` (an element index into
+    ``buffer``) is the row this lane supplies: row ``lane % 8`` of matrix ``lane // 8`` (modulo
+    the matrix count); ``regs`` is the fragment in value order, register ``j`` of the instruction
+    packing values ``2j`` (low half) and ``2j + 1``."""
+
+    atom: str
+    load: bool
+    buffer: N.Buffer
+    address: Any
+    regs: tuple[Reg, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class TensorMapSpec:
     """A host-built tensor map (TMA descriptor) the kernel takes as a parameter.
 
@@ -912,6 +928,34 @@ class _Lowerer:
         order = sorted(range(len(elements)), key=lambda i: _value_index(elements[i].coord, shape))
         return tuple(regs[i] for i in order)
 
+    def matrix_copy(self, op: N.Copy, spec: Any) -> MatrixCopyStmt:
+        """The lane's row address of a ``ldmatrix``/``stmatrix`` tile (matrix ``m`` is the 8x8
+        block at block row ``m % (rows / 8)``, block column ``m // (rows / 8)``) and the fragment
+        in value order.  The tile's element offsets must be affine in (row, column)."""
+        load = spec.matrix.direction == "load"
+        smem, frag = (op.src, op.dst) if load else (op.dst, op.src)
+        shape = _shape(smem.layout)
+        if len(shape) != 2 or shape[0] % 8 or shape[1] % 8:
+            raise self.error(op, f"{op.atom}: the shared tile must be rows x columns in multiples of 8, got {shape}")
+        linear = {e.coord: e.linear for e in self.elements(op, smem)}
+        base = linear[(0, 0)]
+        row_stride = self.facts.simplify(linear[(1, 0)] - base)
+        column_stride = self.facts.simplify(linear[(0, 1)] - base)
+        for (r, c), value in linear.items():
+            if self.facts.simplify(value - (base + r * row_stride + c * column_stride)) != 0:
+                raise self.error(op, f"{op.atom}: the shared tile's offsets are not affine in (row, column)")
+        count = int(op.atom.split(".x")[1].split(".")[0])
+        blocks = shape[0] // 8
+        lane = symbolic.mod(self.kernel.thread_id, 32)
+        matrix = symbolic.mod(symbolic.floordiv(lane, 8), count)
+        row = 8 * symbolic.mod(matrix, blocks) + symbolic.mod(lane, 8)
+        column = 8 * symbolic.floordiv(matrix, blocks)
+        address = self._address(smem, self.facts.simplify(sympy.expand(base + row * row_stride + column * column_stride)))
+        regs = self.value_order(op, frag)
+        if len(regs) != 2 * count:
+            raise self.error(op, f"{op.atom}: the fragment holds {len(regs)} values, the atom moves {2 * count}")
+        return MatrixCopyStmt(op=op, atom=op.atom, load=load, buffer=smem.buffer, address=address, regs=regs)
+
     def _address(self, view: N.View, linear: Any) -> Any:
         address = view.swizzle(linear) if view.swizzle is not None else linear
         return self.expr(address)
@@ -931,8 +975,10 @@ class _Lowerer:
         return min(elements * itemsize, self._base_alignment(view.buffer))
 
     # ------------------------------------------------------------ copies
-    def copy(self, op: N.Copy) -> CopyStmt:
+    def copy(self, op: N.Copy) -> CopyStmt | MatrixCopyStmt:
         spec = copy_atom(op.atom)
+        if spec.matrix is not None:
+            return self.matrix_copy(op, spec)
         src_space, dst_space = op.src.space, op.dst.space
         zero_fill = spec.zero_fill and spec.is_async
         src_pred = op.pred
