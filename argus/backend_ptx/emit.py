@@ -7,15 +7,19 @@ decision already made — and selects PTX instructions for it:
   ``%f`` f32, ``%fd`` f64; register fragments get one named register per element,
   ``%v<buffer>_<i>``); ptxas allocates the physical registers;
 * index arithmetic in 32 bits where the lowering proved it fits, else 64; common
-  subexpressions are computed once per scope (a loop body or branch opens a scope);
-  truncating ``div``/``rem``/shifts where the lowering proved non-negativity, a sign
-  correction elsewhere;
+  subexpressions are computed once per scope (a loop body or branch opens a scope) and the
+  divisions, remainders, min and max a loop body needs that do not change in the loop are
+  computed before it; unsigned ``div``/``rem``/shifts where the lowering proved
+  non-negativity (64-bit division by a constant as a multiply-high, run-time 64-bit division
+  through 32 bits when both operands fit), a sign correction elsewhere;
 * structured control flow with ``bra.uni`` for uniform branches and loops;
 * vector ``ld``/``st`` of the lowering's aligned runs (16-bit elements travel packed in 32-bit
   containers), ``cp.async`` with its zero-fill source size, ``mma.sync``, ``wgmma`` with
   shared-memory descriptors (one fence / commit / wait around each run of synchronous
-  wgmmas), mbarriers, TMA tensor copies through host-built tensor maps, shuffles and
-  butterfly reductions, named barriers, proxy fences and ``setmaxnreg``.
+  wgmmas, or a fence before a run whose group the kernel commits and waits for itself, so a
+  group can stay in flight across k-blocks), ``ldmatrix``/``stmatrix``, mbarriers, TMA tensor
+  copies (loads and stores) through host-built tensor maps, shuffles and butterfly
+  reductions, named barriers, proxy fences and ``setmaxnreg``.
 
 The output is readable: each statement is preceded by its source ``// file:line`` when that
 changes.  Floating-point arithmetic carries explicit rounding (``add.rn`` ...) so ptxas does not
