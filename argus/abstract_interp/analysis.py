@@ -48,7 +48,7 @@ from typing import Any
 import sympy
 
 from argus import symbolic
-from argus.abstract_interp import collectives
+from argus.abstract_interp import collectives, linear
 from argus.abstract_interp import memory as M
 from argus.abstract_interp import tags as TG
 from argus.abstract_interp.encoding import (
@@ -600,12 +600,31 @@ class Analysis:
                 raise EncodingError(f"a read of %{writer.view.buffer.name} without logical coordinates")
             binding.update(zip(COORD_TARGETS, logical))
         for sym, expr in witness.values.items():
-            values[sym] = self.encoder.term(writer.site.expr(expr), binding)
+            values[sym] = self._named(f"w{writer.site.index}.{sym.name}", self.encoder.term(writer.site.expr(expr), binding))
         if witness.latest:
             if reader is None:
                 raise EncodingError("a reused write needs its reader")
             values.update(self._latest_iterations(writer, witness, reader, values))
         return Instance(writer.site, values)
+
+    def _named(self, name: str, term: T.Term) -> T.Term:
+        """A witness value as a fresh variable with its defining equation (stated once per VC
+        that uses it): a read through several writes composes their witnesses, and as one
+        term the floor divisions and modulos of each level would nest into the next."""
+        if term.op in ("const", "var"):
+            return term
+        names = self.__dict__.setdefault("_witness_names", {})
+        got = names.get(term)
+        if got is None:
+            term = linear.simplify(term, self.__dict__.setdefault("_linear_memo", {}))
+            if term.op in ("const", "var"):
+                names[term] = term
+                return term
+            lo, hi = _interval(term)  # bounds of the definition, declared on its variable
+            label = f"{name}#{len(names)}"
+            got = names[term] = T.int_var(label, lo, hi)
+            self.__dict__.setdefault("definitions", {})[label] = (got, term)
+        return got
 
     def _latest_iterations(self, writer: Writer, witness: Witness, reader: Instance,
                            values: dict) -> dict[sympy.Symbol, T.Term]:

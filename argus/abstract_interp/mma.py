@@ -140,7 +140,7 @@ class MmaInstance:
         self.spec = mma_atom(self.op.atom)
         tid = inst.values[analysis.tid]
         self.lane = T.floormod(tid, self.spec.threads)
-        self.base = T.sub(tid, self.lane)
+        self.base = T.mul(self.spec.threads, T.floordiv(tid, self.spec.threads))
 
     def element(self, which: str, row: T.Term, col: T.Term) -> Any:
         """The resolution of operand ``which``'s element at tile coordinate ``(row, col)``."""
@@ -255,14 +255,21 @@ def product_tag(analysis: Any, inst: Instance) -> Any:
     a0 = m.element("a", row, zero)
     b0 = m.element("b", col, zero)
     lemmas, approx = _merge_deps([a0, b0])
-    tag = record(a0.tag, b0.tag, m.k_field("a"), m.k_field("b"))
+    name = f"mma{inst.site.index}.{len(cache_)}"
+    tag = record(named(analysis, f"{name}.a", a0.tag), named(analysis, f"{name}.b", b0.tag),
+                 m.k_field("a"), m.k_field("b"))
+    got = cache_[key] = Resolution(named(analysis, name, tag), T.TRUE, lemmas | {("mma", inst.site.index)}, approx)
+    return got
+
+
+def named(analysis: Any, name: str, tag: TG.TagValue) -> TG.TagValue:
+    """``tag`` as fresh variables with defining equations (each VC states them once): the
+    records of chained MMAs share their operands' tags, which as one term would grow with
+    every level."""
     from argus.abstract_interp.collectives import define
 
-    name = f"mma{inst.site.index}.{len(cache_)}"
-    named = TG.TagValue(define(analysis, f"{name}.length", tag.length),
-                        tuple(define(analysis, f"{name}.f{i}", f) for i, f in enumerate(tag.fields)))
-    got = cache_[key] = Resolution(named, T.TRUE, lemmas | {("mma", inst.site.index)}, approx)
-    return got
+    return TG.TagValue(define(analysis, f"{name}.length", tag.length),
+                       tuple(define(analysis, f"{name}.f{i}", f) for i, f in enumerate(tag.fields)))
 
 
 def written_tag(analysis: Any, writer: Any, inst: Instance) -> Any:
@@ -277,7 +284,10 @@ def written_tag(analysis: Any, writer: Any, inst: Instance) -> Any:
     c = read_accumulator(analysis, _moved(analysis, inst, op.d, op.c, None,
                                           tuple(inst.values[s] for s in analysis._coord_symbols(op.d))), op.c)
     lemmas, approx = _merge_deps([product, c])
-    differs = T.and_(c.tag.defined, T.not_(c.tag.same(product.tag)))
+    cache_ = analysis.__dict__.setdefault("_mma_results", {})
+    ctag = named(analysis, f"mma{inst.site.index}.c{len(cache_)}", c.tag)
+    cache_[len(cache_)] = None
+    differs = T.and_(ctag.defined, T.not_(ctag.same(product.tag)))
     return Resolution(TG.select(differs, TG.BOTTOM, product.tag), T.TRUE, lemmas, approx)
 
 
