@@ -7,7 +7,8 @@ the same rules symbolically, for a fresh thread, element and loop iteration:
 ==================  ========================================================================
 property            VC
 ==================  ========================================================================
-``async``           per read of memory an asynchronous copy writes, against every instance
+``async``           per ordinary access (a wgmma operand: a read until its ``wait_group``) of
+                    memory an asynchronous copy writes, against every instance
                     of every such copy at the same address: the copy is *complete and
                     visible* to the reader, or it comes *after* the reader released the
                     data.  cp.async: its group ``g`` (commits before it) is below the
@@ -16,7 +17,8 @@ property            VC
                     the copy's phase is at most the phase the reader's latest wait on its
                     mbarrier observed, or the issuer's wait on the release barrier
                     observed the round of the reader's release (its first arrive after
-                    the read, after the ``wgmma.wait_group`` that retires a wgmma read)
+                    the read, after the ``wgmma.wait_group`` that retires a wgmma read), or
+                    a block barrier orders the access before the copy's issue
 ``mbarrier``        every use of an mbarrier comes after its init, the init's
                     ``fence.mbarrier_init`` and (for other threads and TMA) a barrier;
                     every round of arrivals brings exactly the init count
@@ -351,6 +353,9 @@ def _initialized(b: Any, site: Site) -> None:
     hyps.append(_issues(a, inst))
     element = _element(a, m, site, dict(inst.values))
     tma = isinstance(site.op, N.Copy)
+    if any(s.loops for s in m.inits if m.bars[s.index].buffer.name == bar.buffer.name) or \
+            any(f.loops for f in m.init_fences):
+        raise NotModelled(f"%{bar.buffer.name} is initialized (or fenced) inside a symbolic loop")
     options = []
     for init in m.inits:
         if init.index >= site.index or m.bars[init.index].buffer.name != bar.buffer.name or init.loops:
@@ -564,8 +569,9 @@ def _guards_reads(a: Any, m: Model, wait: Site) -> bool:
 
 
 def _reads(a: Any, site: Site) -> list[tuple[N.View, M.Access, bool]]:
-    """``(view, access, asynchronous)`` of each read of shared memory at ``site``; wgmma
-    operands read until their ``wait_group``."""
+    """``(view, access, asynchronous)`` of each ordinary read or write of shared memory at
+    ``site`` (an access of an element an asynchronous copy may still write); wgmma operands are
+    read until their ``wait_group``."""
     out = []
     op = site.op
     if _is_wgmma(op):
@@ -574,13 +580,15 @@ def _reads(a: Any, site: Site) -> list[tuple[N.View, M.Access, bool]]:
                 out.append((view, M.Access(view, role, "read"), True))
         return out
     for acc in a.accesses.get(site.index, []):
-        if acc.kind == "read" and acc.buffer.space is N.MemorySpace.SHARED:
+        if acc.kind in ("read", "write") and acc.buffer.space is N.MemorySpace.SHARED \
+                and not isinstance(acc, AsyncAccess):
             out.append((acc.view, acc, False))
     return out
 
 
 def _readers(a: Any, m: Model, buffer: str) -> list[tuple[Site, N.View]]:
-    return [(s, v) for s in a.program.sites for v, _, _ in _reads(a, s) if v.buffer.name == buffer]
+    return [(s, v) for s in a.program.sites for v, acc, _ in _reads(a, s)
+            if v.buffer.name == buffer and acc.kind == "read"]
 
 
 def _visibility(b: Any, site: Site) -> None:
@@ -633,8 +641,8 @@ def _visibility(b: Any, site: Site) -> None:
     names = ", ".join(f"%{v.buffer.name} ({acc.role})" for v, acc, _ in reads)
     roles = {**_roles(a, inst, view), "access": access, "alternatives": alternatives}
     b.add("async", site, hyps, T.not_(T.or_(*conflicts)),
-          f"the reads of {names} see only asynchronous copies that completed and were made visible to this "
-          "thread, and none that overwrites them before their release", roles)
+          f"the accesses of {names} meet only asynchronous copies that completed and were made visible to this "
+          "thread, and none that overwrites the elements before their release", roles)
 
 
 def _tma_ordered(a: Any, m: Model, reader: Instance, wgmma: bool, copy: Instance) -> T.Term:
@@ -642,7 +650,9 @@ def _tma_ordered(a: Any, m: Model, reader: Instance, wgmma: bool, copy: Instance
     bar = m.bars[copy.site.index].buffer.name
     element = _element(a, m, copy.site, dict(copy.values))
     seen = T.le(copy_phase(a, m, copy), observed(a, m, reader, bar, element))
-    return T.or_(seen, _released(a, m, reader, wgmma, copy))
+    # an ordinary access is also ordered before a copy issued after a block barrier that follows it
+    later = T.FALSE if wgmma else T.gt(a.epoch(copy), a.epoch(reader))
+    return T.or_(seen, _released(a, m, reader, wgmma, copy), later)
 
 
 def _released(a: Any, m: Model, reader: Instance, wgmma: bool, writer: Instance) -> T.Term:

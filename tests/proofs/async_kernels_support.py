@@ -175,12 +175,20 @@ TMA_WGMMA = gemm_tma_wgmma.gemm_tma_wgmma
 def verify_properties(kernel: N.Kernel, properties: set[str]):
     """Discharge the kernel's VCs of ``properties`` only, judged and explained (minimized
     counterexamples, replayed on the interpreter) as ``verify_kernel`` does."""
-    from argus.abstract_interp import generate_vcs
+    from argus.abstract_interp import asynchrony
+    from argus.abstract_interp import properties as P
+    from argus.abstract_interp.analysis import Analysis
     from argus.proofs import verify as V
     from argus.proofs.provers import LocalProver
 
-    analysis, vcs = generate_vcs(kernel)
-    chosen = [vc for vc in vcs if vc.property in properties]
+    analysis = Analysis(kernel)
+    builder = P._Builder(analysis)  # only the site makers of the asynchrony model (and barriers)
+    for site in analysis.program.sites:
+        if site.index not in analysis.unsupported:
+            asynchrony.properties(builder, site)
+            if isinstance(site.op, N.Barrier):
+                P._barrier(builder, site)
+    chosen = [vc for vc in builder.vcs if vc.property in properties]
     prover = LocalProver("z3")
     results, pending = [], {}
     try:
