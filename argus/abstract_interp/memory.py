@@ -100,6 +100,8 @@ def _accesses(op: N.Op) -> list[Access]:
             return [Access(src, "src", "read", None, True)]
         case N.Tag(view=view) | N.ResetTags(view=view):
             return [Access(view, "view", "tag")]
+        case N.AssertBankConflicts(view=view):
+            return [Access(view, "view", "tag")]
         case N.AssertTag(view=view, equal_to=other):
             return [Access(view, "view", "tag")] + ([Access(other, "equal_to", "tag")] if other is not None else [])
         case N.Alloc() | N.Barrier():

@@ -23,6 +23,10 @@ property                VC (for a fresh thread ``tid`` of block ``bid``, element
 ``unsupported``         an op or loop the verifier does not model: always ``unknown``
 ``collective``          per shuffle / cross-lane reduction: its whole group executes it
                         (:mod:`~argus.abstract_interp.collectives`)
+``alignment``           per fixed-width vector copy: each access is aligned to its width
+                        (:mod:`~argus.abstract_interp.alignment`)
+``bank-conflicts``      per shared access: its degree, reported; per assertion: the bound
+                        (:mod:`~argus.abstract_interp.banks`)
 ``async`` ...           asynchronous copies, mbarriers, proxy fences, descriptors
                         (:mod:`~argus.abstract_interp.asynchrony`); warp roles, register
                         budgets, named barriers (:mod:`~argus.abstract_interp.roles`)
@@ -35,7 +39,7 @@ from typing import Any
 
 import sympy
 
-from argus.abstract_interp import asynchrony, collectives, mma
+from argus.abstract_interp import alignment, asynchrony, banks, collectives, mma
 from argus.abstract_interp import memory as M
 from argus.abstract_interp import tags as TG
 from argus.abstract_interp.analysis import (
@@ -54,7 +58,8 @@ from argus.ir.uniformity import Uniformity
 from argus.smt import terms as T
 
 #: properties stated in modules of their own (``site`` makers like the ones below)
-EXTRA_PROPERTIES = (collectives.collective, asynchrony.properties, mma.k_agreement)
+EXTRA_PROPERTIES = (collectives.collective, asynchrony.properties, mma.k_agreement, alignment.alignment,
+                    banks.bank_conflicts)
 
 
 def _roles(analysis: Analysis, inst: Instance, view: N.View | None = None, prefix: str = "") -> dict[str, Any]:

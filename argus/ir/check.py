@@ -137,6 +137,7 @@ _RULES: dict[type, Callable[[Any, _Scope], Iterator[str]]] = {
     N.Atomic: _views_of("dst", "src"),
     N.Tag: _views_of("view"),
     N.AssertTag: _views_of("view", "equal_to"),
+    N.AssertBankConflicts: _views_of("view"),
     N.ResetTags: _views_of("view"),
     N.MbarrierInit: _views_of("bar"),
     N.MbarrierArrive: _views_of("bar"),

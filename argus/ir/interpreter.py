@@ -572,6 +572,8 @@ class _BlockRun:
                 self._tag(op, env, mask, lanes)
             case N.AssertTag():
                 self._assert_tag(op, env, mask, lanes)
+            case N.AssertBankConflicts():
+                pass  # a performance property: the verifier checks it, values are unaffected
             case N.ResetTags(view=view):
                 mem, addr, ok = self._access(op, view, env, mask, lanes, write=False, check_init=False, track=False)
                 mem.tag_count[self._index(mem, addr, ok)] = _UNTAGGED

@@ -1236,8 +1236,8 @@ class _Lowerer:
 
     def op(self, op: N.Op) -> list[Stmt] | None:
         match op:
-            case N.Tag() | N.AssertTag() | N.ResetTags():
-                return None  # erased: tags cost nothing at run time
+            case N.Tag() | N.AssertTag() | N.ResetTags() | N.AssertBankConflicts():
+                return None  # erased: tags and assertions cost nothing at run time
             case N.Alloc(buffer=buffer):
                 if buffer.space is N.MemorySpace.REGISTER:
                     self.registers.setdefault(buffer.name, RegisterFile(buffer))

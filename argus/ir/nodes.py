@@ -386,6 +386,15 @@ class AssertTag(Op):
 
 
 @dataclass(frozen=True, kw_only=True)
+class AssertBankConflicts(Op):
+    """Verification only: a warp's access of the shared-memory ``view`` at this point takes at
+    most ``max_degree`` passes (bank conflicts; 1 = conflict-free).  Erased after verification."""
+
+    view: View
+    max_degree: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class ResetTags(Op):
     view: View
 

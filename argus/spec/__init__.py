@@ -101,6 +101,7 @@ from argus.spec.mma_ops import (
     warp_reduce,
 )
 from argus.spec.ops import (
+    assert_bank_conflicts,
     assert_tag,
     assert_tag_eq,
     barrier,
@@ -138,6 +139,7 @@ __all__ = [
     "SpecError",
     "Tensor",
     "aligned",
+    "assert_bank_conflicts",
     "assert_tag",
     "assert_tag_eq",
     "barrier",

@@ -533,6 +533,18 @@ def assert_tag_eq(x: Tensor, y: Tensor, message: str = "") -> None:
     builder.emit(N.AssertTag(view=x.view, equal_to=y.view, message=message, loc=builder.position()))
 
 
+def assert_bank_conflicts(t: Tensor, max_degree: int = 1) -> None:
+    """A warp's access of the shared-memory tile ``t`` here takes at most ``max_degree`` passes
+    (1: conflict-free); checked by the verifier for every block, iteration and size, erased
+    from the compiled kernel.  Degrees of every shared access are reported either way."""
+    if t.space is not N.MemorySpace.SHARED:
+        raise B.error("assert_bank_conflicts: the tensor must be in shared memory")
+    if not isinstance(max_degree, int) or isinstance(max_degree, bool) or not 1 <= max_degree <= 32:
+        raise B.error(f"assert_bank_conflicts: max_degree {max_degree!r} is not an int from 1 to 32")
+    builder = B.current()
+    builder.emit(N.AssertBankConflicts(view=t.view, max_degree=max_degree, loc=builder.position()))
+
+
 def reset_tags(t: Tensor) -> None:
     """Forget the tags of ``t`` (its elements become untagged: ⊥)."""
     builder = B.current()
