@@ -100,6 +100,9 @@ class Witness:
     latest: tuple[Any, ...] = ()
     monotone: tuple[Any, ...] = ()  # latest loops whose guard must be shown monotone
     logical: bool = False  # the witness reads logical coordinates (COORD_TARGETS), not an address
+    #: staged loops ``(loop, S, c, P)``: the write lands in stage ``P = (k + c) % S``; the
+    #: witness recovers ``P`` from the address and takes the reader's latest iteration with it
+    periodic: tuple[tuple[Any, int, int, sympy.Symbol], ...] = ()
     #: the part of the address no instance variable changes (a block's tile offset): ``values``
     #: read ``address - base``, so divisions see a small range, never an unbounded block offset
     base: Any = 0
@@ -173,6 +176,30 @@ def apart(x: tuple[int, int], y: tuple[int, int]) -> bool:
     if g == 0:
         return x[1] != y[1]
     return g > 1 and (x[1] - y[1]) % g != 0
+
+
+def _stages(address: Any, loops: tuple[Any, ...]) -> tuple[Any, tuple[tuple[Any, int, int, sympy.Symbol], ...]]:
+    """Loops whose counter enters ``address`` only as ``(k + c) % S`` (a staged buffer:
+    iteration ``k`` writes stage ``(k + c) % S``), each with a symbol ``P`` standing for that
+    stage; returns the address with the stages replaced by their symbols."""
+    found = []
+    for lp in loops:
+        if lp.step != 1:
+            continue
+        mods = [m for m in address.atoms(sympy.Mod) if lp.var in m.free_symbols]
+        if len(mods) != 1:
+            continue
+        inner, s = mods[0].args
+        c = sympy.expand(inner - lp.var)
+        if not (isinstance(s, sympy.Integer) and s > 1 and isinstance(c, sympy.Integer)):
+            continue
+        p = sympy.Symbol(f"__stage_{lp.var.name}", integer=True, nonnegative=True)
+        replaced = address.xreplace({mods[0]: p})
+        if lp.var in replaced.free_symbols:
+            continue
+        address = replaced
+        found.append((lp, int(s), int(c) % int(s), p))
+    return address, tuple(found)
 
 
 def _split_base(address: Any, variables: set[sympy.Symbol]) -> tuple[Any, Any]:
@@ -511,16 +538,23 @@ class Analysis:
                     for a, b in ((lhs, rhs), (rhs, lhs)):
                         if a in names and not (sympy.sympify(b).free_symbols & names):
                             pinned[a] = b
-        address = site.expr(view_inner_address(writer.view))
-        latest, monotone = self._latest_loops(writer, sympy.sympify(address).xreplace(pinned), pinned)
-        free = [v for v in variables if v.symbol not in {lp.var for lp in latest}]
+        address = sympy.sympify(site.expr(view_inner_address(writer.view))).xreplace(pinned)
+        periodic: tuple = ()
+        if not self.is_logical(writer.view.buffer):
+            address, periodic = _stages(address, site.loops)
+        latest, monotone = self._latest_loops(writer, address, pinned)
+        staged = {lp.var for lp, *_ in periodic}
+        latest = tuple(lp for lp in latest if lp.var not in staged)
+        monotone = tuple(lp for lp in monotone if lp.var not in staged)
+        free = [v for v in variables if v.symbol not in {lp.var for lp in latest} | staged]
+        free += [Variable(p, s) for _, s, _, p in periodic]
         try:
             if self.is_logical(writer.view.buffer):
                 coords = [site.expr(c) for c in self.logical_view(writer.view)]
                 return Witness(invert_coordinates(coords, free, pinned), latest, monotone, True)
             base, relative = _split_base(sympy.expand(sympy.sympify(address).xreplace(pinned)),
                                          {v.symbol for v in free})
-            return Witness(invert_address(relative, free, pinned), latest, monotone, base=base)
+            return Witness(invert_address(relative, free, pinned), latest, monotone, base=base, periodic=periodic)
         except NotInvertible as err:
             return f"cannot invert the write at {site.describe()}: {err}"
 
@@ -605,7 +639,48 @@ class Analysis:
             if reader is None:
                 raise EncodingError("a reused write needs its reader")
             values.update(self._latest_iterations(writer, witness, reader, values))
+        if witness.periodic:
+            if reader is None:
+                raise EncodingError("a staged write needs its reader")
+            values.update(self.staged_iterations(writer, witness, reader, values))
         return Instance(writer.site, values)
+
+    def staged_guard_loops(self, writer: Writer) -> tuple[Any, ...]:
+        """The staged loops of ``writer`` whose counter its guard depends on: there the
+        latest iteration of a stage might not write, and an older one might (lemma
+        ``staged``)."""
+        witness = self.witness(writer)
+        if isinstance(witness, str) or not witness.periodic:
+            return ()
+        site = writer.site
+        symbols: set = set()
+        for g in writer.write.guard:
+            symbols |= sympy.sympify(site.expr(g)).free_symbols
+        for cond in site.conditions:
+            if cond.what != "loop":
+                symbols |= cond.expr.free_symbols
+        return tuple(entry for entry in witness.periodic if entry[0].var in symbols)
+
+    def staged_iterations(self, writer: Writer, witness: Witness, reader: Instance,
+                          values: dict) -> dict[sympy.Symbol, T.Term]:
+        """For each staged loop: the latest iteration before ``reader`` that wrote stage ``P``
+        (``j = J - ((J + c - P) mod S)``, ``J`` the reader's latest preceding iteration)."""
+        common = common_loops(writer.site, reader.site)
+        out: dict[sympy.Symbol, T.Term] = {}
+        for lp, s, c, p in witness.periodic:
+            if lp in common:
+                if common[-1] is not lp:
+                    raise EncodingError(f"{writer.site.describe()}: a staged write inside a loop nested in "
+                                        "its stage loop")
+                last = reader.values[lp.var]
+                if writer.site.index > reader.site.index:
+                    last = T.sub(last, lp.step)
+            else:
+                last = self.encoder.term(lp.start + lp.step * (lp.trip_count() - 1), {**reader.values, **values})
+            stage = values[p]
+            out[lp.var] = self._named(f"w{writer.site.index}.{lp.var.name}",
+                                      T.sub(last, T.floormod(T.sub(T.add(last, c), stage), s)))
+        return out
 
     def _named(self, name: str, term: T.Term) -> T.Term:
         """A witness value as a fresh variable with its defining equation (stated once per VC
@@ -699,6 +774,11 @@ class Analysis:
 
     def read(self, inst: Instance, view: N.View) -> Resolution:
         """What ``inst`` reads through ``view`` (at its element coordinates)."""
+        op = inst.site.op
+        if isinstance(op, N.Mma) and view is op.c and not self.__dict__.get("_mma_hypothesis"):
+            from argus.abstract_interp import mma  # an accumulator: read under the MMA hypothesis
+
+            return mma.read_accumulator(self, inst, view)
         logical = self.logical(inst, view) if self.is_logical(view.buffer) else None
         return self.resolve(inst, view.buffer, self.key(inst, view), logical)
 
@@ -747,6 +827,8 @@ class Analysis:
         parts = [e[3] for e in entries]
         lemmas, approximations = _merge_deps(parts)
         lemmas = lemmas | {e[0].site.index for e in entries if e[2] is not None}
+        lemmas = lemmas | {("staged", e[0].site.index, reader.site.index) for e in entries
+                           if e[2] is not None and self.staged_guard_loops(e[0])}
         if logical is not None and entries:
             lemmas = lemmas | {("coordinates", buffer.name)}
         initial = TG.BOTTOM

@@ -394,6 +394,14 @@ def _lemmas(b: _Builder) -> None:
 def _state_lemmas(b: _Builder, needed: list[Any], by_site: dict[int, Writer]) -> None:
     a = b.analysis
     for key in needed:
+        if isinstance(key, tuple) and key[0] == "staged":
+            writer, reader = by_site[key[1]], a.program.sites[key[2]]
+            try:
+                _staged_lemma(b, writer, reader)
+            except (EncodingError, T.TermError) as err:
+                vc = b.unknown("witness", writer.site, f"cannot encode the stages of {writer.describe()}: {err.message}")
+                vc.roles["lemma_key"] = key
+            continue
         if isinstance(key, tuple) and key[0] == "mma":
             site = a.program.sites[key[1]]
             try:
@@ -442,6 +450,36 @@ def _size(mode: Any) -> Any:
     from argus.layout_algebra import Layout
 
     return Layout(mode).size
+
+
+def _staged_lemma(b: _Builder, writer: Writer, reader_site: Site) -> None:
+    """Lemma ``witness`` of a staged write whose guard depends on its stage loop's counter:
+    for a reader at ``reader_site``, the latest iteration that wrote a stage writes whenever
+    an older iteration of the same stage did (so "the latest" is the last writer)."""
+    a = b.analysis
+    reader, hyps = a.fresh(reader_site, "#r")
+    inst, more = a.fresh(writer.site, "#w", view=writer.view,
+                         block={s: reader.values[s] for s in a.block_ids})
+    hyps = [*hyps, *more, a.path(reader)]
+    recipe = a.witness(writer)
+    values = dict(inst.values)
+    for _lp, s, _c, p in recipe.periodic:
+        values[p] = T.int_var(f"{p.name}#{writer.site.index}", 0, s - 1)
+    latest = a.staged_iterations(writer, recipe, reader, values)
+    goals = []
+    for lp, s, _c, _p in a.staged_guard_loops(writer):
+        j = latest[lp.var]
+        older = T.int_var(f"{lp.var.name}.older#{writer.site.index}")
+        at_j = Instance(writer.site, {**values, **latest})
+        at_older = Instance(writer.site, {**values, **latest, lp.var: older})
+        same_stage = T.and_(T.eq(T.floormod(T.sub(j, older), s), 0), T.lt(older, j),
+                            T.le(a.encoder.term(lp.start, values), older))
+        goals.append(T.implies(T.and_(same_stage, a.guard(writer, at_older)), a.guard(writer, at_j)))
+    roles = {**_roles(a, inst, writer.view), "writer": writer}
+    vc = b.add("witness", writer.site, hyps, T.and_(*goals),
+               f"the latest iteration writing a stage of %{writer.view.buffer.name} at {writer.describe()} "
+               f"writes whenever an older one did (read at {reader_site.describe()})", roles)
+    vc.roles["lemma_key"] = ("staged", writer.site.index, reader_site.index)
 
 
 def _composed_witness(a: Analysis, writer: Writer, recipe: Any) -> dict[sympy.Symbol, Any] | None:

@@ -93,15 +93,19 @@ def shared_loop(x: A.Global(A.f32, "n"), y: A.Global(A.f32, "n"), n: A.Index, SE
 
 
 @A.kernel(threads=64, assume=lambda n: [sympy.Eq(n % 64, 0)])
-def double_buffered(x: A.Global(A.f32, "n"), y: A.Global(A.f32, "n"), n: A.Index):
+def double_buffered(x: A.Global(A.f32, "n"), y: A.Global(A.f32, "n"), n: A.Index, WRONG_STAGE: A.const = False):
     """Two shared stages alternating by iteration: stage k % 2 is rewritten every other
-    iteration, which only a loop invariant can track."""
+    iteration; a read resolves to the latest iteration that wrote its stage.  ``WRONG_STAGE``
+    reads the other stage (not yet written in the first iteration)."""
     s = A.shared(A.f32, (2, 64))
     t = A.thread_id()
+    A.tag(x, lambda i: (i,), "x")
     for k in A.range(A.cdiv(n, 64)):
         A.copy(x.tile((1,), (k * 64 + t,)), s[k % 2].tile((1,), (t,)))
         A.barrier()
-        A.copy(s[k % 2].tile((1,), ((t + 1) % 64,)), y.tile((1,), (k * 64 + t,)))
+        stage = (k + 1) % 2 if WRONG_STAGE else k % 2
+        A.assert_tag(s[stage], lambda st, i, tg, k=k: tg == (k * 64 + i,), "the stage holds block k")
+        A.copy(s[stage].tile((1,), ((t + 1) % 64,)), y.tile((1,), (k * 64 + t,)))
 
 
 @A.kernel(threads=32)
