@@ -275,20 +275,14 @@ def named(analysis: Any, name: str, tag: TG.TagValue) -> TG.TagValue:
 def written_tag(analysis: Any, writer: Any, inst: Instance) -> Any:
     """The tag an MMA writes at ``inst`` (see the module docstring); under the accumulator
     hypothesis (while resolving another MMA's ``C``) its record alone."""
-    from argus.abstract_interp.analysis import Resolution, _merge_deps
+    from argus.abstract_interp.analysis import Resolution
 
     product = product_tag(analysis, inst)
     if analysis.__dict__.get("_mma_hypothesis", 0):
         return product
-    op: N.Mma = inst.site.op
-    c = read_accumulator(analysis, _moved(analysis, inst, op.d, op.c, None,
-                                          tuple(inst.values[s] for s in analysis._coord_symbols(op.d))), op.c)
-    lemmas, approx = _merge_deps([product, c])
-    cache_ = analysis.__dict__.setdefault("_mma_results", {})
-    ctag = named(analysis, f"mma{inst.site.index}.c{len(cache_)}", c.tag)
-    cache_[len(cache_)] = None
-    differs = T.and_(ctag.defined, T.not_(ctag.same(product.tag)))
-    return Resolution(TG.select(differs, TG.BOTTOM, product.tag), T.TRUE, lemmas, approx)
+    # the accumulator rule keeps the record exactly when C is ⊥ or agrees with it: that is
+    # the lemma ``mma-accumulator`` of the site, stated once instead of in every reader's VC
+    return Resolution(product.tag, T.TRUE, product.lemmas | {("mma-acc", inst.site.index)}, product.approximations)
 
 
 def read_accumulator(analysis: Any, inst: Instance, view: N.View) -> Any:
@@ -329,6 +323,26 @@ def k_agreement(b: Any, site: Any) -> None:
              "iteration": {lp.var.name: inst.values[lp.var] for lp in site.loops},
              "mma_element": (mi, ni, ki), "a_tag": ea.tag, "b_tag": eb.tag}
     b.add("tag", site, hyps, goal, f"{spec.name}: A[m, k] and B[n, k] agree on k", roles, deps)
+
+
+def accumulator_lemma(b: Any, site: Any) -> None:
+    """Lemma ``mma-operands`` (accumulator part): the ``C`` an MMA reads is ⊥ or carries the
+    record the MMA computes, so ``D`` is that record (the interpreter's accumulator rule)."""
+    from argus.abstract_interp.analysis import _merge_deps
+
+    a = b.analysis
+    op: N.Mma = site.op
+    inst, hyps = a.fresh(site, "#acc", view=op.d)
+    product = product_tag(a, inst)
+    c = read_accumulator(a, _moved(a, inst, op.d, op.c, None, tuple(inst.values[s] for s in a._coord_symbols(op.d))),
+                         op.c)
+    differs = T.and_(c.tag.defined, T.not_(c.tag.same(product.tag)))
+    roles = {"thread": inst.values[a.tid], "block": tuple(inst.values[s] for s in a.block_ids),
+             "iteration": {lp.var.name: inst.values[lp.var] for lp in site.loops}}
+    vc = b.add("mma-operands", site, hyps, T.implies(a.path(inst), T.not_(differs)),
+               f"{mma_atom(op.atom).name}: the accumulator holds this MMA's record (or none) before it",
+               roles, _merge_deps([product, c]))
+    vc.roles["lemma_key"] = ("mma-acc", site.index)
 
 
 def operands_lemma(b: Any, site: Any) -> None:

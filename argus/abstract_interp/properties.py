@@ -402,10 +402,10 @@ def _state_lemmas(b: _Builder, needed: list[Any], by_site: dict[int, Writer]) ->
                 vc = b.unknown("witness", writer.site, f"cannot encode the stages of {writer.describe()}: {err.message}")
                 vc.roles["lemma_key"] = key
             continue
-        if isinstance(key, tuple) and key[0] == "mma":
+        if isinstance(key, tuple) and key[0] in ("mma", "mma-acc"):
             site = a.program.sites[key[1]]
             try:
-                mma.operands_lemma(b, site)
+                (mma.operands_lemma if key[0] == "mma" else mma.accumulator_lemma)(b, site)
             except (EncodingError, T.TermError) as err:
                 vc = b.unknown("mma-operands", site, f"cannot encode the operands of {site.describe()}: {err.message}")
                 vc.roles["lemma_key"] = key

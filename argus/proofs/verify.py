@@ -250,8 +250,12 @@ def _judge_lemma(result: VCResult, analysis: Analysis) -> None:
     vc, model = result.vc, result.model
     if vc.property == "mma-operands":
         result.verdict = "unknown"
-        result.reason = (f"the operands of the MMA at {vc.position} do not carry one record per row of A / column "
-                         "of B apart from k: the result's tag is not that of one element")
+        if vc.roles.get("lemma_key", ("",))[0] == "mma-acc":
+            result.reason = (f"the accumulator of the MMA at {vc.position} may carry another record than the "
+                             "product's: the result may be untagged")
+        else:
+            result.reason = (f"the operands of the MMA at {vc.position} do not carry one record per row of A / "
+                             "column of B apart from k: the result's tag is not that of one element")
         return
     if vc.property == "coordinates":
         access = vc.roles["access"]
