@@ -156,7 +156,3 @@ class Counter:
         """Sum of :meth:`count_before` over ``sites`` (each with its mbarrier element)."""
         parts = [self.count_before(s, at, element, element_expr(s, views[s.index])) for s in sites]
         return T.add(*parts) if parts else T.int_const(0)
-
-
-def same_buffer(view: N.View, other: N.View) -> bool:
-    return view.buffer.name == other.buffer.name
