@@ -141,6 +141,13 @@ def simplify_in_range(expr: Any, bounds: Mapping[sympy.Symbol, tuple[int, int | 
             return e
         args = [fold(a) for a in e.args]
         e = e.func(*args) if any(a is not b for a, b in zip(args, e.args)) else e
+        # ((x % m) // d) % n == (x // d) % n when d·n divides m: the inner modulo cuts no digit
+        if isinstance(e, sympy.Mod) and isinstance(e.args[0], symbolic.FloorDiv):
+            inner, d = e.args[0].args
+            n = e.args[1]
+            if (isinstance(inner, sympy.Mod) and all(isinstance(v, sympy.Integer) for v in (d, n, inner.args[1]))
+                    and int(inner.args[1]) % (int(d) * int(n)) == 0):
+                e = sympy.Mod(symbolic.FloorDiv(inner.args[0], d), n)
         if isinstance(e, (sympy.Mod, symbolic.FloorDiv)) and isinstance(e.args[1], sympy.Integer) and e.args[1] > 0:
             a, b = _interval(e.args[0], bounds)
             n = int(e.args[1])
