@@ -340,6 +340,17 @@ def copy_phase(a: Any, m: Model, copy: Instance) -> T.Term:
     return rounds
 
 
+def delivered_to(a: Any, copy: Instance, reader: Instance) -> T.Term:
+    """The TMA ``copy`` instance is the one whose data ``reader`` sees at its address: it
+    joined the phase of its mbarrier element that the reader's latest wait observed.  (For read
+    resolution across loops — a consumer role reading what a producer role's loop loaded — the
+    copy's iteration is pinned by this equation, not by program order.)"""
+    m = model(a)
+    bar = m.bars[copy.site.index].buffer.name
+    element = _element(a, m, copy.site, dict(copy.values))
+    return T.eq(copy_phase(a, m, copy), observed(a, m, reader, bar, element))
+
+
 # --------------------------------------------------------------------------- mbarrier VCs
 
 

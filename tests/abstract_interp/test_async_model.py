@@ -94,3 +94,21 @@ def test_every_async_op_of_the_hopper_examples_is_modelled():
     mine = {"async", "mbarrier", "expect-tx", "phase", "registers", "descriptor", "wgmma"}
     assert not [vc for vc in vcs if vc.unknown and vc.property in mine | {"unsupported"}]
     assert mine - {"wgmma"} <= {vc.property for vc in vcs}
+
+
+def test_the_copy_a_consumer_sees_is_the_one_of_the_phase_it_observed():
+    """In the warp-specialized GEMM, consumer iteration k reads stage k % 3: of the producer's
+    copies into that stage, exactly iteration k joined the phase its wait observed."""
+    from argus.abstract_interp.asynchrony import delivered_to, model
+    from argus.abstract_interp.encoding import Instance
+
+    analysis = Analysis(S.WS.specialize())
+    copy = model(analysis).tma_loads[0]
+    mma = next(s for s in analysis.program.sites if isinstance(s.op, N.Mma))
+    block = {b: T.int_const(0) for b in analysis.block_ids}
+    for k in range(7):
+        reader = Instance(mma, {**block, analysis.tid: T.int_const(128), mma.loops[0].var: T.int_const(k)})
+        seen = [j for j in range(10) if j % 3 == k % 3 and evaluate(delivered_to(
+            analysis, Instance(copy, {**block, analysis.tid: T.int_const(0), copy.loops[0].var: T.int_const(j)}),
+            reader), {"K": 640})]
+        assert seen == [k]
