@@ -675,6 +675,19 @@ class Analysis:
                 last = reader.values[lp.var]
                 if writer.site.index > reader.site.index:
                     last = T.sub(last, lp.step)
+            elif any(c.what == "role" for c in (*writer.site.conditions, *reader.site.conditions)):
+                # another warp role's loop runs beside the reader: not its last iteration, but
+                # the one whose copy completed the mbarrier phase the reader observed
+                if not (isinstance(writer.site.op, N.Copy) and getattr(writer.site.op, "mbarrier", None) is not None):
+                    raise EncodingError(f"{writer.site.describe()}: a staged write of another warp role that no "
+                                        "mbarrier delivers to its reader")
+                lo, hi = symbolic.static_value(lp.start), symbolic.static_value(lp.stop)
+                pinned = self.__dict__.setdefault("_delivered", set())
+                var = T.int_var(f"w{writer.site.index}.{lp.var.name}.delivered#{len(pinned)}", lo,
+                                hi - 1 if hi is not None else None)
+                pinned.add(var)
+                out[lp.var] = var
+                continue
             else:
                 last = self.encoder.term(lp.start + lp.step * (lp.trip_count() - 1), {**reader.values, **values})
             stage = values[p]
@@ -879,6 +892,11 @@ class Analysis:
             hit = T.and_(self.ranges(writer, inst), same,
                          self.guard(writer, inst),
                          T.TRUE if writer.launch else self.precedes(inst, reader))
+            delivered = self.__dict__.get("_delivered", ())
+            if any(inst.values.get(lp.var) in delivered for lp in writer.site.loops):
+                from argus.abstract_interp import asynchrony
+
+                hit = T.and_(hit, asynchrony.delivered_to(self, inst, reader))
             written = self.written_tag(writer, inst)
         except (EncodingError, T.TermError) as err:
             reason = f"cannot encode the write at {writer.site.describe()}: {err.message}"
