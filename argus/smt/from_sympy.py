@@ -192,7 +192,8 @@ class _Converter:
         }
         for cls, build in relations.items():
             if isinstance(e, cls):
-                return build(c(e.args[0]), c(e.args[1]))
+                lhs, rhs = _integral_sides(e.args[0], e.args[1])
+                return build(c(lhs), c(rhs))
         if isinstance(e, sympy.And):
             return and_(*(c(a) for a in e.args))
         if isinstance(e, sympy.Or):
@@ -212,3 +213,16 @@ class _Converter:
         """``(numerator, denominator)`` terms of a floor/ceiling argument."""
         num, den = sympy.fraction(sympy.together(arg))
         return self.convert(sympy.expand(num) if num.is_Add else num), self.convert(den)
+
+
+def _integral_sides(lhs: sympy.Expr, rhs: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
+    """Both sides of a relation scaled by the common denominator of their rational
+    coefficients (sympy normalizes ``2*a < a + b`` to ``a < a/2 + b/2``); scaling by a
+    positive integer keeps the relation and brings it back to integer terms."""
+    denominators = [sympy.fraction(t.as_coeff_Mul()[0])[1]
+                    for side in (lhs, rhs) if isinstance(side, sympy.Expr)
+                    for t in sympy.Add.make_args(side)]
+    scale = sympy.ilcm(*denominators) if denominators else 1
+    if scale == 1:
+        return lhs, rhs
+    return sympy.expand(lhs * scale), sympy.expand(rhs * scale)
