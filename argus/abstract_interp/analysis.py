@@ -258,6 +258,12 @@ class Analysis:
                     self.taint.setdefault(view.buffer.name, f"{reason} may write %{view.buffer.name}")
                 continue
             self.accesses[site.index] = accesses
+            if isinstance(op, N.Copy) and getattr(op, "multicast", None) is not None:
+                # a multicast box lands in every block of the mask: reads of it would have to be
+                # resolved to the copies of peer blocks, which this analysis does not do
+                where = f" at {op.loc}" if op.loc else ""
+                self.taint.setdefault(op.dst.buffer.name, f"multicast TMA copy{where}: the boxes peer blocks "
+                                      f"deliver into %{op.dst.buffer.name} are not resolved")
             for write in M.writes(op):
                 buffer = write.view.buffer
                 launch = False
@@ -898,6 +904,12 @@ class Analysis:
 
                 hit = T.and_(hit, asynchrony.delivered_to(self, inst, reader))
             written = self.written_tag(writer, inst)
+            if any(inst.values.get(lp.var) in delivered for lp in writer.site.loops) and \
+                    math.prod(self.kernel.launch.cluster) > 1:
+                where = f" at {writer.site.op.loc}" if writer.site.op.loc else ""
+                written = Resolution(written.tag, written.initialized, written.lemmas, (
+                    *written.approximations, f"the phases of the TMA stage{where} are counted per block, "
+                    "not across the blocks of the cluster"))
         except (EncodingError, T.TermError) as err:
             reason = f"cannot encode the write at {writer.site.describe()}: {err.message}"
             return (writer, self.havoc_bool("hit"), None,

@@ -175,7 +175,8 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
                 _judge_lemma(result, analysis)
                 lemma_results.setdefault(vc.roles.get("lemma_key"), []).append(result)
             else:
-                _judge(result, lemma_results, pending)
+                _judge(result, lemma_results, pending,
+                       complete=not (analysis.unsupported or analysis.program.unsupported))
             results[vc.id] = result
             if cache is not None and result.verdict == "proved" and not result.cached:
                 cache.put(result.hash, {"verdict": "proved", "solver": result.solver,
@@ -285,12 +286,14 @@ def _judge_lemma(result: VCResult, analysis: Analysis) -> None:
     result.verdict, result.reason = "unknown", reason
 
 
-def _judge(result: VCResult, lemmas: dict[Any, list[VCResult]], pending: dict[tuple, list]) -> None:
+def _judge(result: VCResult, lemmas: dict[Any, list[VCResult]], pending: dict[tuple, list],
+           complete: bool = True) -> None:
     """Lemmas weaken proofs; refutations wait in ``pending`` (by property, place and trust)
-    to be explained together."""
+    to be explained together.  In a kernel with ops the verifier does not model
+    (``complete`` false) no refutation is trusted: the effects of those ops are missing."""
     vc = result.vc
     weak = [r for key in sorted(vc.lemmas, key=str) for r in lemmas.get(key, []) if r.verdict != "proved"]
-    trusted = vc.exact and not weak
+    trusted = vc.exact and not weak and complete
     if result.verdict == "proved" and weak:
         first = weak[0]
         result.verdict = "unknown"
