@@ -60,7 +60,10 @@ def find_record(kernel: N.Kernel) -> Any:
     for directory in proof_dirs():
         if not directory.is_dir():
             continue
-        for path in [directory / _record_name(kernel, digest), *sorted(directory.glob(f"{kernel.name}-*.json"))]:
+        # the cache names records by hash, `argus verify --records` by consts (``name[K=V].json``)
+        named = sorted(p for p in directory.glob(f"{kernel.name}*.json")
+                       if p.name[len(kernel.name)] in "-[.")
+        for path in [directory / _record_name(kernel, digest), *named]:
             if not path.is_file():
                 continue
             try:
@@ -104,13 +107,18 @@ def require_proof(kernel: N.Kernel, *, verify: bool = True) -> Any:
         raise VerificationRequired(f"{_title(kernel)} has no matching proof record and verification is off here",
                                    record=record, hint="prove it with `argus verify --records DIR` and add DIR "
                                    "to $ARGUS_PROOF_PATH")
+    import importlib.util
+
+    missing = [m for m in ("z3", "cvc5") if importlib.util.find_spec(m) is None]
     try:
         from argus.proofs.verify import verify_kernel
-    except ImportError as err:  # no solvers on this machine
+    except ImportError as err:
+        missing.append(str(err))
+    if len(missing) >= 2:  # neither solver: the verifier cannot run on this machine
         raise VerificationRequired(
-            f"{_title(kernel)} has no matching proof record and the verifier cannot run here ({err})",
-            hint="prove it on a machine with z3/cvc5 (`argus verify --records DIR`) and set ARGUS_PROOF_PATH=DIR"
-        ) from None
+            f"{_title(kernel)} has no matching proof record and the verifier cannot run here "
+            f"(not installed: {', '.join(missing)})",
+            hint="prove it on a machine with z3/cvc5 (`argus verify --records DIR`) and set ARGUS_PROOF_PATH=DIR")
     report = verify_kernel(kernel)
     if report.verdict == "proved":
         save_record(kernel, report.record)
