@@ -49,6 +49,8 @@ EXAMPLES = {
                        (4096, 4096, 4096)),
     "gemm_ws": ("gemm_warp_specialized", "gemm_ws", {}, [(128, 64, 64), (200, 100, 192), (1024, 1024, 512)],
                 [(130, 70, 128)], (4096, 4096, 4096)),
+    "gemm_cluster": ("gemm_cluster_multicast", "gemm_cluster_multicast", {},
+                     [(128, 64, 64), (100, 72, 192), (1000, 520, 256)], [(100, 72, 128)], (4096, 4096, 4096)),
 }
 
 
@@ -62,7 +64,7 @@ def _kernel(name: str):
 # --------------------------------------------------------------------------- prepare (no GPU)
 
 
-def prepare(directory: Path) -> None:
+def prepare(directory: Path, records_only: bool = False) -> None:
     from argus.backend_ptx.assemble import build_cubin
     from argus.backend_ptx.emit import emit_ptx
     from argus.runtime.gate import VerificationRequired, require_proof, save_record
@@ -76,7 +78,7 @@ def prepare(directory: Path) -> None:
         specialized = kernel.specialize(**consts)
         start = time.time()
         try:
-            record = require_proof(specialized)
+            record = require_proof(specialized, verify=not records_only)
             save_record(specialized, record, directory / "proofs")
             gate = "proved"
         except VerificationRequired as refusal:
@@ -369,6 +371,8 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("prepare")
     p.add_argument("directory", type=Path)
+    p.add_argument("--records-only", action="store_true",
+                   help="take proofs from the checked-in records (proofs/, $ARGUS_PROOF_PATH); run no solver")
     r = sub.add_parser("run")
     r.add_argument("directory", type=Path)
     r.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu_check_out")))
@@ -382,7 +386,7 @@ def main() -> None:
     o.add_argument("--timing", action="store_true")
     args = parser.parse_args()
     if args.command == "prepare":
-        prepare(args.directory)
+        prepare(args.directory, args.records_only)
     elif args.command == "run":
         run(args.directory, args.out, args.only, not args.no_timing, args.limit)
     else:

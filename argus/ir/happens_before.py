@@ -74,10 +74,52 @@ class Shadow:
     pending_write: np.ndarray  # int64 [size]: async record that will write the element (0 = none)
     pending_read: np.ndarray  # int64 [size]: async record still reading the element (0 = none)
     unfenced: np.ndarray | None  # bool [size]: shared memory written by the generic proxy, not fenced
-    read_clock: np.ndarray | None = None  # int64 [size, readers]: time of each reader's last read
+    read_clock: np.ndarray | None = None  # int64 [rows, readers]: time of each reader's last read
     readers: np.ndarray | None = None  # int64 [readers]: the thread of each read_clock column
     column: np.ndarray | None = None  # int64 [threads]: each thread's read_clock column, -1 = none yet
     memory: Any = None  # the interpreter memory this shadows
+    row: np.ndarray | None = None  # int64 [size]: each element's read_clock row, -1 = never read
+
+    # ``read_clock`` has a row per element some thread of this block read, not per element of the
+    # buffer: a block reads a few tiles of a large global tensor, and a dense [size, readers]
+    # table per block made the interpreter quadratic in the tensor size.
+
+    def read_rows(self, a: np.ndarray, create: bool = False) -> np.ndarray:
+        """Rows of elements ``a`` in ``read_clock`` (-1 where never read, unless ``create``)."""
+        if self.row is None:
+            self.row = np.full(len(self.writer), -1, np.int64)
+        rows = self.row[a]
+        if create and (rows < 0).any():
+            new = np.unique(a[rows < 0])
+            start = 0 if self.read_clock is None else len(self.read_clock)
+            self.row[new] = np.arange(start, start + len(new))
+            width = 0 if self.readers is None else len(self.readers)
+            added = np.zeros((len(new), width), np.int64)
+            self.read_clock = added if self.read_clock is None else np.concatenate([self.read_clock, added], axis=0)
+            rows = self.row[a]
+        return rows
+
+    def reads_at(self, a: np.ndarray) -> np.ndarray:
+        """[len(a), readers]: each reader's last read time of elements ``a`` (0 = none)."""
+        rows = self.read_rows(a)
+        out = np.zeros((len(a), len(self.readers)), np.int64)
+        hit = rows >= 0
+        out[hit] = self.read_clock[rows[hit]]
+        return out
+
+    def clear_reads(self, a: np.ndarray) -> None:
+        if self.read_clock is None:
+            return
+        rows = self.read_rows(a)
+        self.read_clock[rows[rows >= 0]] = 0
+
+    def reads_of(self, column: int) -> np.ndarray:
+        """[size]: reader ``column``'s last read time of every element (0 = none)."""
+        out = np.zeros(len(self.writer), np.int64)
+        if self.read_clock is not None:
+            hit = np.flatnonzero(self.row >= 0)
+            out[hit] = self.read_clock[self.row[hit], column]
+        return out
 
     def reader_columns(self, threads: np.ndarray, block_threads: int) -> np.ndarray:
         """Columns of ``threads`` in ``read_clock`` (a column is added for a thread's first read:
@@ -87,7 +129,8 @@ class Shadow:
         new = np.unique(threads[self.column[threads] < 0])
         if len(new):
             self.column[new] = np.arange(len(new)) + (0 if self.readers is None else len(self.readers))
-            added = np.zeros((len(self.writer), len(new)), np.int64)
+            rows = 0 if self.read_clock is None else len(self.read_clock)
+            added = np.zeros((rows, len(new)), np.int64)
             self.read_clock = added if self.read_clock is None else np.concatenate([self.read_clock, added], axis=1)
             self.readers = new if self.readers is None else np.concatenate([self.readers, new])
         return self.column[threads]
@@ -281,8 +324,7 @@ class HappensBefore:
         sh.writer[a] = writer
         sh.write_clock[a] = time
         sh.write_record[a] = record
-        if sh.read_clock is not None:
-            sh.read_clock[a] = 0
+        sh.clear_reads(a)
         if sh.unfenced is not None:
             sh.unfenced[a] = False
 
@@ -381,7 +423,7 @@ class HappensBefore:
     def _check_after_reads(self, run: Any, op: N.Op, view: N.View, mem: Any, sh: Shadow, a: np.ndarray,
                            threads: np.ndarray, where: np.ndarray) -> None:
         if sh.read_clock is not None:
-            reads = sh.read_clock[a]  # [n, readers]
+            reads = sh.reads_at(a)  # [n, readers]
             unordered = (reads > self.clock[threads[:, None], sh.readers[None, :]]) & (sh.readers[None, :] != threads[:, None])
             if unordered.any():
                 i, column = (int(x) for x in np.argwhere(unordered)[0])
@@ -405,14 +447,14 @@ class HappensBefore:
         sh.writer[a] = threads
         sh.write_clock[a] = times
         sh.write_record[a] = 0
-        if sh.read_clock is not None:
-            sh.read_clock[a] = 0
+        sh.clear_reads(a)
         if sh.unfenced is not None:
             sh.unfenced[a] = True
 
     def _record_read(self, sh: Shadow, a: np.ndarray, threads: np.ndarray) -> None:
         columns = sh.reader_columns(threads, self.threads)
-        sh.read_clock[a, columns] = self.clock[threads, threads]
+        rows = sh.read_rows(a, create=True)
+        sh.read_clock[rows, columns] = self.clock[threads, threads]
 
 
 def classify_in_flight(hb: HappensBefore, rec: AsyncRecord, thread: int) -> tuple[str, str]:

@@ -1014,7 +1014,7 @@ class _ClusterRun:
             if not late.any() and sh.readers is not None:
                 columns = [c for c, t in enumerate(sh.readers) if int(t) // run.threads != run.rank]
                 for c in columns:
-                    reads = sh.read_clock[:, c] > knows[int(sh.readers[c])]
+                    reads = sh.reads_of(c) > knows[int(sh.readers[c])]
                     if reads.any():
                         late, w, what = reads, np.full(len(w), int(sh.readers[c])), "reads"
                         break

@@ -87,3 +87,23 @@ def test_a_release_orders_only_what_came_before_it():
     assert _oracle_first_race(events) == 3 == _detector_first_race(events)
     events = [("write", 0, 0), ("release", 0, 0), ("acquire", 1, 0), ("read", 1, 0)]
     assert _oracle_first_race(events) is None is _detector_first_race(events)
+
+
+def test_read_clocks_grow_with_the_elements_read_not_the_buffer():
+    """A block reading a few elements of a large global tensor keeps read times for those only
+    (a dense [size, readers] table made the interpreter quadratic in the tensor size), and
+    the sparse table answers like a dense one."""
+    from argus.ir.happens_before import Shadow
+
+    sh = Shadow.create(1_000_000, shared=False)
+    threads = np.arange(4)
+    sh.reader_columns(threads, 4)
+    rows = sh.read_rows(np.array([10, 999_999, 10, 5]), create=True)
+    assert sh.read_clock.shape == (3, 4)
+    assert rows[0] == rows[2] and len(set(rows.tolist())) == 3
+    sh.read_clock[rows[1], 2] = 7
+    got = sh.reads_at(np.array([999_999, 11]))
+    assert got.tolist() == [[0, 0, 7, 0], [0, 0, 0, 0]]
+    assert sh.reads_of(2)[999_999] == 7 and sh.reads_of(2).sum() == 7
+    sh.clear_reads(np.array([999_999, 12]))
+    assert sh.reads_of(2).sum() == 0
