@@ -526,7 +526,11 @@ class _Emitter:
 
     # ------------------------------------------------------------ register moves
     def space(self, run: L.MemoryRun) -> str:
-        return {N.MemorySpace.GLOBAL: ".global", N.MemorySpace.SHARED: ".shared"}[run.space]
+        space = {N.MemorySpace.GLOBAL: ".global", N.MemorySpace.SHARED: ".shared"}.get(run.space)
+        if space is None:
+            raise PtxError(f"loads and stores in {run.space.name} memory have no PTX lowering yet "
+                           "(mbarrier arrivals and TMA multicast into peer blocks do)")
+        return space
 
     def load(self, run: L.MemoryRun, regs: Sequence[str], prefix: str) -> None:
         self._access("ld", run, regs, prefix)
@@ -627,6 +631,14 @@ class _Emitter:
                 self.emit(text)
             case L.MbarrierInitStmt(buffer=buffer, address=address, count=count):
                 self.emit(f"mbarrier.init.shared::cta.b64 {self.address(buffer, address)}, {count};")
+            case L.MbarrierArriveStmt(buffer=buffer, address=address, count=count, rank=rank) if rank is not None:
+                # a peer block's mbarrier: its shared::cluster address, release at cluster scope
+                self.require_sm90(s, "a remote mbarrier arrive")
+                remote = self.reg("b32")
+                self.emit(f"mapa.shared::cluster.u32 {remote}, {self.shared_address(buffer, address)}, "
+                          f"{self.value(rank, 32)};")
+                tail = "" if count == 1 else f", {count}"
+                self.emit(f"mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{remote}]{tail};")
             case L.MbarrierArriveStmt(buffer=buffer, address=address, expect_tx=tx, count=count):
                 where = self.address(buffer, address)
                 if tx != 0:
@@ -771,6 +783,18 @@ class _Emitter:
         if s.load:
             assert s.mbarrier is not None
             bar = self.shared_address(*s.mbarrier)
+            if s.multicast is not None:
+                # the box lands at the same offset in every block of the mask, and completes
+                # bytes on the mbarrier at the same offset in each of them
+                mask = self.reg("b16")
+                bits = self.value(s.multicast, 32)
+                if bits.lstrip("-").isdigit():
+                    self.emit(f"mov.b16 {mask}, {int(bits) & 0xFFFF};")
+                else:
+                    self.emit(f"cvt.u16.u32 {mask}, {bits};")
+                self.emit(f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                          f".multicast::cluster [{smem}], [{tmap}, {{{coords}}}], [{bar}], {mask};")
+                return
             self.emit(f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
                       f"[{smem}], [{tmap}, {{{coords}}}], [{bar}];")
         else:

@@ -543,6 +543,7 @@ class TensorCopy(Stmt):
     smem_address: Any
     nbytes: int
     mbarrier: tuple[N.Buffer, Any] | None = None
+    multicast: Any = None  # load: mask of the cluster ranks the box (and its mbarrier signal) reach
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -663,6 +664,7 @@ class MbarrierArriveStmt(Stmt):
     address: Any
     expect_tx: Any
     count: int
+    rank: Any = None  # the cluster rank of the block whose mbarrier this is (None: the own block)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1155,7 +1157,8 @@ class _Lowerer:
         return TensorCopy(op=op, load=load, tensor_map=self.tensor_maps.index(spec),
                           coords=tuple(self.expr(c) for c in reversed(origin)), smem=smem.buffer,
                           smem_address=self.expr(smem.offset), nbytes=tma_transaction_bytes(box, itemsize),
-                          mbarrier=mbarrier)
+                          mbarrier=mbarrier,
+                          multicast=self.expr(op.multicast) if load and op.multicast is not None else None)
 
     def _need_alignment(self, buffer: N.Buffer, alignment: int) -> None:
         self.shared_alignment[buffer.name] = max(self.shared_alignment.get(buffer.name, buffer.alignment), alignment)
@@ -1307,8 +1310,12 @@ class _Lowerer:
                 self._need_alignment(bar.buffer, 8)
                 return [MbarrierInitStmt(op=op, buffer=bar.buffer, address=self.expr(bar.offset), count=count)]
             case N.MbarrierArrive(bar=bar, expect_tx=tx, count=count):
+                rank = self.expr(bar.rank) if bar.rank is not None else None
+                if rank is not None and tx != 0:
+                    raise self.error(op, "an expect-tx arrival on a peer block's mbarrier",
+                                     hint="each block arms its own barrier for the bytes it receives")
                 return [MbarrierArriveStmt(op=op, buffer=bar.buffer, address=self.expr(bar.offset),
-                                           expect_tx=self.expr(tx), count=count)]
+                                           expect_tx=self.expr(tx), count=count, rank=rank)]
             case N.MbarrierWait(bar=bar, parity=parity):
                 return [MbarrierWaitStmt(op=op, buffer=bar.buffer, address=self.expr(bar.offset),
                                          parity=self.expr(parity))]
