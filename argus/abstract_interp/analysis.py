@@ -693,6 +693,13 @@ class Analysis:
                                 hi - 1 if hi is not None else None)
                 pinned.add(var)
                 out[lp.var] = var
+                guess = self._delivered_iteration(writer, reader, lp, s, c, values[p], values)
+                if guess is not None:
+                    # the iteration is a definition, not a free choice: a free variable let the
+                    # solver pick an iteration that delivered nothing and report the read as
+                    # unwritten.  The phase equation stays in the read's hit condition, so a
+                    # wrong guess reads as unwritten (a failed proof), never as a wrong writer.
+                    self.__dict__.setdefault("definitions", {})[var.name] = (var, guess)
                 continue
             else:
                 last = self.encoder.term(lp.start + lp.step * (lp.trip_count() - 1), {**reader.values, **values})
@@ -700,6 +707,26 @@ class Analysis:
             out[lp.var] = self._named(f"w{writer.site.index}.{lp.var.name}",
                                       T.sub(last, T.floormod(T.sub(T.add(last, c), stage), s)))
         return out
+
+    def _delivered_iteration(self, writer: Writer, reader: Instance, lp: Any, stages: int, offset: Any,
+                             stage: T.Term, values: dict) -> T.Term | None:
+        """The iteration of another role's staged TMA copy whose data ``reader`` sees: the copy
+        into stage ``P`` joins phase ``q`` of its mbarrier element in iteration
+        ``first + S·q`` (``first`` the loop's first iteration writing ``P``; one arming round
+        per element every ``S`` iterations), and ``q`` is the phase the reader's latest wait
+        on that element observed.  ``None`` where the loop does not have that shape."""
+        from argus.abstract_interp import asynchrony
+
+        start, step = symbolic.static_value(lp.start), symbolic.static_value(lp.step)
+        if start is None or step != 1:
+            return None
+        offset_term = self.encoder.term(sympy.sympify(offset), {}) if not isinstance(offset, T.Term) else offset
+        first = T.add(start, T.floormod(T.sub(T.sub(stage, offset_term), start), stages))
+        m = asynchrony.model(self)
+        bar = m.bars[writer.site.index].buffer.name
+        element = asynchrony._element(self, m, writer.site, {**values, lp.var: first})
+        phase = asynchrony.observed(self, m, reader, bar, element)
+        return T.add(first, T.mul(stages, phase))
 
     def _named(self, name: str, term: T.Term) -> T.Term:
         """A witness value as a fresh variable with its defining equation (stated once per VC
