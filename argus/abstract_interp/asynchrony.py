@@ -209,7 +209,7 @@ def properties(b: Any, site: Site) -> None:
     if isinstance(op, N.MbarrierArrive):
         makers += [_arrivals, _expect_tx]
     if isinstance(op, N.MbarrierWait):
-        makers.append(_phase)
+        makers += [_phase, _lag]
     if isinstance(op, N.Copy) and op.atom == "tma.load":
         makers.append(_armed)
     if (isinstance(op, N.Copy) and op.atom == "tma.store") or _is_wgmma(op):
@@ -567,6 +567,42 @@ def _phase(b: Any, site: Site) -> None:
     b.add("phase", site, hyps, goal, message, roles)
 
 
+def _lag(b: Any, site: Site) -> None:
+    """The waiter lags at most one phase: round ``q + 1`` of the element it waits on for phase
+    ``q`` does not complete before the wait.  A wait tests a parity only; once the barrier is
+    two phases ahead it shows the waited parity again, and the wait blocks until a phase that
+    carries other data (or forever).  Every arrival of round ``q + 1`` must be ordered after
+    the wait: by program order in the waiting thread, by a block barrier, or because its thread
+    observed, before arriving, the round of the waiter's release (its next arrive)."""
+    a = b.analysis
+    m = model(a)
+    inst, hyps = a.fresh(site)
+    hyps.append(_issues(a, inst))
+    values = dict(inst.values)
+    bar = m.bars[site.index].buffer.name
+    element = _element(a, m, site, values)
+    phase = wait_phase(a, m, site, values)
+    block = _block(a, inst)
+    early = []
+    for arrive in (s for s in m.arrives if m.bars[s.index].buffer.name == bar):
+        r, more = a.fresh(arrive, f"'lag{arrive.index}", block=block)
+        e_r = _element(a, m, arrive, dict(r.values))
+        round_ = _rounds_before(a, m, bar, r, e_r)
+        active = T.and_(_issues(a, r), T.eq(e_r, element), T.eq(round_, T.add(phase, 1)), *more)
+        if active is T.FALSE:
+            continue
+        own = T.and_(T.eq(r.values[a.tid], inst.values[a.tid]), a.precedes(inst, r))
+        ordered = T.or_(own, T.gt(a.epoch(r), a.epoch(inst)), _released(a, m, inst, False, r))
+        early.append(T.and_(active, T.not_(ordered)))
+    if not early:
+        return
+    roles = _roles(a, inst)
+    roles["phase"] = phase
+    b.add("phase", site, hyps, T.not_(T.or_(*early)),
+          f"no arrival of the round after the one this thread waits for on %{bar} can come before the wait "
+          "(a waiter more than one phase behind sees its parity again)", roles)
+
+
 def _guards_reads(a: Any, m: Model, wait: Site) -> bool:
     """Does the wait come before reads, in its loop body, of memory that TMA copies completing
     on its mbarrier write (the wait of a consumer, not of a producer)?"""
@@ -864,4 +900,4 @@ def _descriptor(b: Any, site: Site) -> None:
 
 
 _PROPERTY_OF = {_accumulators: "wgmma", _initialized: "mbarrier", _arrivals: "mbarrier", _expect_tx: "expect-tx", _armed: "expect-tx",
-                _phase: "phase", _visibility: "async", _proxy: "proxy", _descriptor: "descriptor"}
+                _phase: "phase", _lag: "phase", _visibility: "async", _proxy: "proxy", _descriptor: "descriptor"}

@@ -25,8 +25,11 @@ from argus.layout_algebra.hopper import SwizzleMode
 ASYNC = {"async", "mbarrier", "expect-tx", "phase", "proxy", "descriptor", "role", "registers", "barrier", "wgmma"}
 
 
-def _refuted(results, prop):
-    refuted = [r for r in results if r.verdict == "refuted" and r.vc.property == prop and r.counterexample]
+def _refuted(results, prop, line=None):
+    """The counterexample of a VC of ``prop`` refuted (at ``line``, when given: a bug may
+    break several VCs of the property, e.g. a wrong parity also lets the producer lag)."""
+    refuted = [r for r in results if r.verdict == "refuted" and r.vc.property == prop and r.counterexample
+               and (line is None or r.counterexample.position.line == line)]
     assert refuted, [(r.vc.id, r.verdict, r.reason) for r in results if r.verdict != "proved"]
     return refuted[0].counterexample
 
@@ -68,7 +71,7 @@ def test_accumulator_read_before_its_wgmma_retires_is_refuted():
 @pytest.mark.parametrize("bug", sorted(WS_BUGS))
 def test_warp_specialized_gemm_bugs_are_refuted_and_replayed(bug):
     prop, vc_line, reported, kind = WS_BUGS[bug]
-    cx = _refuted(verify_properties(WS.specialize(BUG=bug), ASYNC), prop)
+    cx = _refuted(verify_properties(WS.specialize(BUG=bug), ASYNC), prop, line_of(WS, vc_line))
     assert cx.position.line == line_of(WS, vc_line)
     assert cx.replay.status == "reproduced", cx.human()
     assert cx.replay.violation["kind"] == kind
