@@ -20,7 +20,10 @@ and per 8 x 16 B tile, each lane addressing one 16-byte matrix row) instead of p
 the ``mma_partition`` views: the fragments, and so C, are the same.
 
 ``WRONG_KBLOCK`` stages B from the next k-block: the MMA's k check reports the block, thread,
-fragment element and line.  Sizes must be multiples of the tile (declared, checked at launch).
+fragment element and line.  ``KBLOCK_BUG`` plants coverage bugs no tag sees (each C element
+still pairs row i of A with row j of B): ``"skip"`` runs one k-block short (declaring K >= 2·BK,
+so the loop still runs), ``"repeat"`` runs one iteration more that stages k-block 0 again; the
+coverage property reports the k never reached, or the k reached twice.  Sizes must be multiples of the tile (declared, checked at launch).
 ``gemm_cp_async.py`` is the same kernel with double-buffered cp.async staging.
 """
 
@@ -32,10 +35,11 @@ ATOM = "mma.sync.m16n8k16.bf16"
 
 
 @A.kernel(threads=128, grid=lambda M, N, BM, BN: (A.cdiv(N, BN), A.cdiv(M, BM)),
-          assume=lambda M, N, K, BM, BN, BK: [Eq(M % BM, 0), Eq(N % BN, 0), Eq(K % BK, 0), K >= BK])
+          assume=lambda M, N, K, BM, BN, BK, KBLOCK_BUG: [Eq(M % BM, 0), Eq(N % BN, 0), Eq(K % BK, 0),
+                                                          K >= (2 * BK if KBLOCK_BUG == "skip" else BK)])
 def gemm(a: A.Global(A.bf16, "M K"), b: A.Global(A.bf16, "N K"), c: A.Global(A.f32, "M N"),
          BM: A.const = 64, BN: A.const = 64, BK: A.const = 32, WRONG_KBLOCK: A.const = False,
-         LDMATRIX: A.const = False):
+         LDMATRIX: A.const = False, KBLOCK_BUG: A.const = ""):
     A.tag(a, lambda i, k: (i, k), "A")
     A.tag(b, lambda j, k: (j, k), "B")
     t = A.thread_id()
@@ -44,13 +48,14 @@ def gemm(a: A.Global(A.bf16, "M K"), b: A.Global(A.bf16, "N K"), c: A.Global(A.f
     sa = A.shared(A.bf16, (BM, BK))
     sb = A.shared(A.bf16, (BN, BK))
     acc = A.mma_fragment(ATOM, "c", (2, 4))
-    K = a.shape[1]
-    for kt in A.range(K // BK):
-        kb = (kt + 1) % (K // BK) if WRONG_KBLOCK else kt
-        A.copy(a.tile((BM, BK), (bm, kt)).tile((1, 16), (t // 2, t % 2)), sa.tile((1, 16), (t // 2, t % 2)))
+    KT = a.shape[1] // BK
+    for kt in A.range({"skip": KT - 1, "repeat": KT + 1}.get(KBLOCK_BUG, KT)):
+        kblock = kt % KT if KBLOCK_BUG == "repeat" else kt  # "repeat": the extra iteration stages k-block 0
+        kb = (kblock + 1) % KT if WRONG_KBLOCK else kblock
+        A.copy(a.tile((BM, BK), (bm, kblock)).tile((1, 16), (t // 2, t % 2)), sa.tile((1, 16), (t // 2, t % 2)))
         A.copy(b.tile((BN, BK), (bn, kb)).tile((1, 16), (t // 2, t % 2)), sb.tile((1, 16), (t // 2, t % 2)))
         A.barrier()
-        A.assert_tag(sa, lambda i, k, tg, kt=kt: tg == (bm * BM + i, kt * BK + k), "sa holds k-block kt of A")
+        A.assert_tag(sa, lambda i, k, tg, kt=kblock: tg == (bm * BM + i, kt * BK + k), "sa holds k-block kt of A")
         for ks in A.range(BK // 16, unroll=True):
             for mi in A.range(2, unroll=True):
                 if LDMATRIX:

@@ -27,6 +27,9 @@ property                VC (for a fresh thread ``tid`` of block ``bid``, element
                         (:mod:`~argus.abstract_interp.alignment`)
 ``bank-conflicts``      per shared access: its degree, reported; per assertion: the bound
                         (:mod:`~argus.abstract_interp.banks`)
+``coverage``            per MMA and per read of its accumulator: each k of the reduction
+                        reaches each accumulator element exactly once
+                        (:mod:`~argus.abstract_interp.coverage`)
 ``async`` ...           asynchronous copies, mbarriers, proxy fences, descriptors
                         (:mod:`~argus.abstract_interp.asynchrony`); warp roles, register
                         budgets, named barriers (:mod:`~argus.abstract_interp.roles`)
@@ -39,7 +42,7 @@ from typing import Any
 
 import sympy
 
-from argus.abstract_interp import alignment, asynchrony, banks, collectives, mma
+from argus.abstract_interp import alignment, asynchrony, banks, collectives, coverage, mma
 from argus.abstract_interp import memory as M
 from argus.abstract_interp import tags as TG
 from argus.abstract_interp.analysis import (
@@ -59,7 +62,7 @@ from argus.smt import terms as T
 
 #: properties stated in modules of their own (``site`` makers like the ones below)
 EXTRA_PROPERTIES = (collectives.collective, asynchrony.properties, mma.k_agreement, alignment.alignment,
-                    banks.bank_conflicts)
+                    banks.bank_conflicts, coverage.coverage)
 
 
 def _roles(analysis: Analysis, inst: Instance, view: N.View | None = None, prefix: str = "") -> dict[str, Any]:
@@ -454,32 +457,29 @@ def _size(mode: Any) -> Any:
 
 def _staged_lemma(b: _Builder, writer: Writer, reader_site: Site) -> None:
     """Lemma ``witness`` of a staged write whose guard depends on its stage loop's counter:
-    for a reader at ``reader_site``, the latest iteration that wrote a stage writes whenever
+    for each read of the buffer at ``reader_site``, the latest iteration that wrote the stage
+    the read sees (recovered from the read's address, as the resolution does) writes whenever
     an older iteration of the same stage did (so "the latest" is the last writer)."""
     a = b.analysis
-    reader, hyps = a.fresh(reader_site, "#r")
-    inst, more = a.fresh(writer.site, "#w", view=writer.view,
-                         block={s: reader.values[s] for s in a.block_ids})
-    hyps = [*hyps, *more, a.path(reader)]
-    recipe = a.witness(writer)
-    values = dict(inst.values)
-    for _lp, s, _c, p in recipe.periodic:
-        values[p] = T.int_var(f"{p.name}#{writer.site.index}", 0, s - 1)
-    latest = a.staged_iterations(writer, recipe, reader, values)
-    goals = []
-    for lp, s, _c, _p in a.staged_guard_loops(writer):
-        j = latest[lp.var]
-        older = T.int_var(f"{lp.var.name}.older#{writer.site.index}")
-        at_j = Instance(writer.site, {**values, **latest})
-        at_older = Instance(writer.site, {**values, **latest, lp.var: older})
-        same_stage = T.and_(T.eq(T.floormod(T.sub(j, older), s), 0), T.lt(older, j),
-                            T.le(a.encoder.term(lp.start, values), older))
-        goals.append(T.implies(T.and_(same_stage, a.guard(writer, at_older)), a.guard(writer, at_j)))
-    roles = {**_roles(a, inst, writer.view), "writer": writer}
-    vc = b.add("witness", writer.site, hyps, T.and_(*goals),
-               f"the latest iteration writing a stage of %{writer.view.buffer.name} at {writer.describe()} "
-               f"writes whenever an older one did (read at {reader_site.describe()})", roles)
-    vc.roles["lemma_key"] = ("staged", writer.site.index, reader_site.index)
+    reads = [acc for acc in a.accesses.get(reader_site.index, [])
+             if acc.buffer.name == writer.view.buffer.name and acc.kind == "read"]
+    for acc in reads:
+        reader, hyps = a.fresh(reader_site, "#r", view=acc.view)
+        hyps = [*hyps, a.active(reader, acc)]
+        at_j = a.witness_instance(writer, a.key(reader, acc.view), a.writer_params(writer, reader), reader)
+        goals = []
+        for lp, s, _c, _p in a.staged_guard_loops(writer):
+            j = at_j.values[lp.var]
+            older = T.int_var(f"{lp.var.name}.older#{writer.site.index}")
+            at_older = Instance(writer.site, {**at_j.values, lp.var: older})
+            same_stage = T.and_(T.eq(T.floormod(T.sub(j, older), s), 0), T.lt(older, j),
+                                T.le(a.encoder.term(lp.start, at_j.values), older))
+            goals.append(T.implies(T.and_(same_stage, a.guard(writer, at_older)), a.guard(writer, at_j)))
+        roles = {**_roles(a, reader, acc.view), "writer": writer}
+        vc = b.add("witness", writer.site, hyps, T.and_(*goals),
+                   f"the latest iteration writing a stage of %{writer.view.buffer.name} at {writer.describe()} "
+                   f"writes whenever an older one did (read at {reader_site.describe()})", roles)
+        vc.roles["lemma_key"] = ("staged", writer.site.index, reader_site.index)
 
 
 def _composed_witness(a: Analysis, writer: Writer, recipe: Any) -> dict[sympy.Symbol, Any] | None:

@@ -48,6 +48,7 @@ PROPERTIES = (
     "role",            # a warp role does not touch another role's MMA accumulators
     "registers",       # setmaxnreg budgets fit the register file, agree within a warpgroup
     "wgmma",           # a wgmma accumulator is accessed only after the wait_group that retires it
+    "coverage",        # each k of an MMA chain's reduction reaches each accumulator element exactly once
 )
 
 

@@ -38,11 +38,14 @@ Reducing a row of ``(i, j)``-tagged scores over ``j`` gives ``(i,)``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import numpy as np
+import sympy
 
+from argus import symbolic
 from argus.errors import ArgusError
 from argus.ir import nodes as N
 from argus.ir.atoms import mma_atom
@@ -50,6 +53,7 @@ from argus.ir.interpreter import (
     _KNOWN_ZERO,
     _UNTAGGED,
     MAX_TAG_FIELDS,
+    REGISTER_ACCESS_HOOKS,
     WARP,
     Blocked,
     InterpreterError,
@@ -270,6 +274,7 @@ def _mma_group(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict]) -> None:
     c_flat = counts.T.ravel()
     n_flat = names.T.ravel()
     base = _group_base(spec, parts)
+    _accumulate(run, op, spec, parts, base)
     for p in parts.values():
         frag = p["d"]
         threads = frag.lanes - base
@@ -712,3 +717,328 @@ def _register_matrix_copies() -> None:
 
 
 _register_matrix_copies()
+
+
+# --------------------------------------------------------------------------- coverage
+
+
+@dataclass(frozen=True)
+class ReductionDomain:
+    """The k values an MMA's reduction must cover exactly once: ``offset + 0 .. extent - 1``,
+    the range of the k field of the tag of the global tensor its A operand is copied from
+    (``tag(a, lambda i, k: (i, k))`` on an M×K tensor: k ranges over ``0 .. K - 1``)."""
+
+    tensor: str  # the tagged global tensor
+    field: int  # index of k in its tag record
+    dim: int  # the logical dimension k is the coordinate of
+    offset: Any  # k = coordinate + offset (sympy, free of coordinates)
+    extent: Any  # the extent of that dimension (sympy over size symbols)
+
+    def bounds(self, sizes: dict) -> tuple[int, int]:
+        """``(lo, hi)``: the domain is ``lo .. hi - 1`` at the given sizes."""
+        lo = int(symbolic.evaluate(self.offset, sizes))
+        return lo, lo + int(symbolic.evaluate(self.extent, sizes))
+
+    def describe(self) -> str:
+        return f"the k field of the tag of %{self.tensor} over its dimension {self.dim}"
+
+
+_MOVES = (N.Copy, N.Convert, N.Shuffle)  # ops that move data (and its tag) without computing
+_DOMAINS: dict[int, tuple[N.Kernel, dict[int, ReductionDomain | None]]] = {}
+
+
+def reduction_domain(kernel: N.Kernel, op: N.Mma) -> ReductionDomain | None:
+    """The reduction domain of ``op`` (see :class:`ReductionDomain`), or ``None`` where it
+    cannot be derived unambiguously from the kernel's tags: the A operand is computed (not
+    only moved) from its sources, it comes from several tensors with different domains, or
+    its k field is not a coordinate plus a constant.  Then only duplicates are checked.
+
+    Derived from the IR alone (the interpreter and the verifier agree on it): the A buffer's
+    writers are followed back through copies, conversions and shuffles (fills carry no tag and
+    are skipped) to global tensors, each with one ``tag``."""
+    entry = _DOMAINS.get(id(kernel))
+    if entry is None or entry[0] is not kernel:
+        entry = _DOMAINS[id(kernel)] = (kernel, {})
+    table = entry[1]
+    if id(op) not in table:
+        table[id(op)] = _derive_domain(kernel, op)
+    return table[id(op)]
+
+
+def _derive_domain(kernel: N.Kernel, op: N.Mma) -> ReductionDomain | None:
+    from argus.layout_algebra import Layout
+
+    writers: dict[str, list[N.Op]] = {}
+    tags: dict[str, list[N.Tag]] = {}
+    for o in N.walk(kernel.body):
+        if isinstance(o, N.Tag):
+            if o.view.buffer.space is N.MemorySpace.GLOBAL:
+                tags.setdefault(o.view.buffer.name, []).append(o)
+            continue
+        dst = o.d if isinstance(o, N.Mma) else getattr(o, "dst", None)
+        if isinstance(dst, N.View):
+            writers.setdefault(dst.buffer.name, []).append(o)
+    sources, seen, stack = set(), set(), [op.a.buffer]
+    while stack:
+        buffer = stack.pop()
+        if buffer.name in seen:
+            continue
+        seen.add(buffer.name)
+        if buffer.space is N.MemorySpace.GLOBAL:
+            sources.add(buffer.name)
+            continue
+        for w in writers.get(buffer.name, []):
+            if isinstance(w, N.Fill):
+                continue
+            if not isinstance(w, _MOVES):
+                return None
+            stack.append(w.src.buffer)
+    k_field = op.k_fields[0] if op.k_fields is not None else -1
+    found = set()
+    for name in sources:
+        declared = tags.get(name, [])
+        if len(declared) != 1 or declared[0].view.coords is not None:
+            return None
+        tag = declared[0]
+        index = len(tag.fields) + k_field if k_field < 0 else k_field
+        if not 0 <= index < len(tag.fields):
+            return None
+        expr = sympy.sympify(tag.fields[index][1])
+        coords = [c for c in N.COORDS if c in expr.free_symbols]
+        if len(coords) != 1:
+            return None
+        dim = N.COORDS.index(coords[0])
+        offset = sympy.expand(expr - coords[0])
+        shape = tag.view.layout.shape if isinstance(tag.view.layout.shape, tuple) else (tag.view.layout.shape,)
+        if offset.free_symbols & set(N.COORDS) or dim >= len(shape):
+            return None
+        found.add(ReductionDomain(name, index, dim, offset, sympy.sympify(Layout(shape[dim]).size)))
+    if len({(d.offset, d.extent) for d in found}) != 1:
+        return None
+    return min(found, key=lambda d: d.tensor)
+
+
+class _Coverage:
+    """Per register element of one buffer (``[threads, size]``): whether it holds a partial
+    sum of an MMA chain (``chained``) and the set of reduction keys that reached it, a bitset
+    over ``lo .. lo + 64 * words - 1`` (grown as keys arrive when no domain is known)."""
+
+    def __init__(self, threads: int, size: int, lo: int, hi: int, domain: tuple[int, int] | None,
+                 label: str | None) -> None:
+        self.lo = lo
+        self.words = max(1, -(-(hi - lo) // 64))
+        self.bits = np.zeros((threads, size, self.words), np.uint64)
+        self.chained = np.zeros((threads, size), bool)
+        self.domain, self.label = domain, label
+        if domain is not None:
+            self.full = _bit_range(lo, self.words, domain[0], domain[1])
+
+    def grow(self, kmin: int, kmax: int) -> None:
+        lo = min(self.lo, kmin - kmin % 64)
+        hi = max(self.lo + 64 * self.words, kmax + 1)
+        words = -(-(hi - lo) // 64)
+        if lo == self.lo and words == self.words:
+            return
+        bits = np.zeros((*self.bits.shape[:2], words), np.uint64)
+        shift = (self.lo - lo) // 64
+        bits[..., shift:shift + self.words] = self.bits
+        self.bits, self.lo, self.words = bits, lo, words
+
+
+def _bit_range(base: int, words: int, lo: int, hi: int) -> np.ndarray:
+    """The bitset (``words`` words from key ``base``) of keys ``lo .. hi - 1``."""
+    keys = np.arange(lo, hi) - base
+    out = np.zeros(words, np.uint64)
+    np.bitwise_or.at(out, keys >> 6, np.left_shift(np.uint64(1), (keys & 63).astype(np.uint64)))
+    return out
+
+
+def _ranges(keys: list[int]) -> str:
+    """``[0, 1, 2, 5]`` → ``"0..2, 5"``."""
+    parts, start = [], None
+    for i, k in enumerate(keys):
+        if start is None:
+            start = k
+        if i + 1 == len(keys) or keys[i + 1] != k + 1:
+            parts.append(f"{start}" if start == k else f"{start}..{k}")
+            start = None
+    return ", ".join(parts)
+
+
+def _coverage_of(run: Any, mem: Any, create: tuple | None = None) -> _Coverage | None:
+    table = run.__dict__.setdefault("_coverage", {})
+    cov = table.get(mem.buffer.name)
+    if cov is None and create is not None:
+        lo, hi, domain, label = create
+        cov = table[mem.buffer.name] = _Coverage(mem.values.shape[0], mem.values.shape[1], lo, hi, domain, label)
+    return cov
+
+
+def _accumulate(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict], base: int) -> None:
+    """Each D element's reduction keys: those of C (when C holds a partial sum) plus the k of
+    every tagged A element of its row (an untagged one adds no key: the key it misses is reported
+    where the sum leaves the chain); a key twice or a key outside the domain is a ``coverage``
+    violation at this MMA."""
+    fa = _operand(spec, "a", parts, "fields")
+    ca = _operand(spec, "a", parts, "counts")
+    k_field = op.k_fields[0] if op.k_fields is not None else -1
+    tagged, ka, _, _ = _split_k(fa, ca, k_field)  # [M, K]; known zeros are not tagged: they add nothing
+    domain = reduction_domain(run.interp.kernel, op)
+    bounds = domain.bounds(run.state.sizes) if domain is not None else None
+    offsets, _ = _tv_table(spec.name, "c")
+    rows, _ = spec.tile("c")
+    for p in parts.values():
+        frag, acc = p["d"], p["c"]
+        lanes = frag.lanes
+        m = offsets[lanes - base] % rows  # [lanes, values]: the D element's row
+        keys, valid = ka[m], tagged[m]  # [lanes, values, K]
+        if bounds is not None:
+            outside = valid & ((keys < bounds[0]) | (keys >= bounds[1]))
+            if outside.any():
+                lane, v, k = (int(x) for x in np.argwhere(outside)[0])
+                raise _coverage_fail(run, op, frag, lane, v,
+                                     f"{spec.name}: k = {int(keys[lane, v, k])} lies outside the reduction domain "
+                                     f"{bounds[0]}..{bounds[1] - 1} ({domain.describe()})")
+        span = (bounds[0], bounds[1]) if bounds is not None else (
+            (int(keys[valid].min()), int(keys[valid].max()) + 1) if valid.any() else (0, 1))
+        cov = _coverage_of(run, frag.mem, (*span, bounds, domain.describe() if domain else None))
+        src = _coverage_of(run, acc.mem)
+        if cov.domain is None and valid.any():
+            cov.grow(span[0], span[1] - 1)
+            if src is not None and src is not cov:
+                src.grow(cov.lo, cov.lo + 64 * cov.words - 1)
+                cov.grow(src.lo, src.lo + 64 * src.words - 1)
+        rows_of = lanes[:, None]
+        if src is not None and src.lo == cov.lo and src.words == cov.words:
+            held = src.chained[rows_of, acc.addr]
+            bits = np.where(held[..., None], src.bits[rows_of, acc.addr], np.uint64(0))
+        else:
+            bits = np.zeros((*acc.addr.shape, cov.words), np.uint64)
+        off = np.where(valid, keys - cov.lo, 0)
+        word, bit = off >> 6, np.left_shift(np.uint64(1), (off & 63).astype(np.uint64))
+        for k in range(keys.shape[-1]):
+            w = word[..., k, None]
+            current = np.take_along_axis(bits, w, axis=-1)[..., 0]
+            again = valid[..., k] & ((current & bit[..., k]) != 0)
+            if again.any():
+                lane, v = (int(x) for x in np.argwhere(again)[0])
+                raise _coverage_fail(run, op, frag, lane, v,
+                                     f"{spec.name}: k = {int(keys[lane, v, k])} reaches this accumulator element a "
+                                     "second time since it was last set (a k-block or k-step counted twice)")
+            np.put_along_axis(bits, w, np.where(valid[..., k], current | bit[..., k], current)[..., None], axis=-1)
+        cov.bits[rows_of, frag.addr] = bits
+        cov.chained[rows_of, frag.addr] = True
+
+
+def _coverage_fail(run: Any, op: N.Op, frag: Any, lane: int, v: int, message: str) -> InterpreterError:
+    _, coords = run._elements(frag.view)
+    return _fail(run, op, "coverage", message, thread=int(frag.lanes[lane]), element=coords[int(frag.order[v])])
+
+
+def carries_keys(op: N.Op) -> bool:
+    """A register-to-register copy, conversion or elementwise op: the partial sums it reads
+    stay in the chain (a rescaling ``o = o * alpha`` covers the same k as ``o``)."""
+    if isinstance(op, N.Elementwise):
+        return op.dst.buffer.space is N.MemorySpace.REGISTER
+    return isinstance(op, (N.Copy, N.Convert)) and op.src.buffer.space is N.MemorySpace.REGISTER \
+        and op.dst.buffer.space is N.MemorySpace.REGISTER
+
+
+def check_coverage_access(run: Any, op: N.Op, mem: Any, view: N.View, addr: np.ndarray, ok: np.ndarray,
+                          lanes: np.ndarray, write: bool) -> None:
+    """Non-MMA accesses of accumulators.  A register-to-register copy, conversion or
+    elementwise op carries the keys of the partial sums it reads to its destination (an
+    elementwise op of two partial sums takes the union; a key in both is a violation); any
+    other write ends the chain (the element's keys are forgotten); any other read — a store,
+    a reduction, a shuffle, an MMA's A or B operand — is where the sum leaves the chain: its
+    keys must be the whole reduction domain."""
+    if isinstance(op, N.Mma) and (view is op.c or view is op.d):
+        return  # the accumulator of an MMA: :func:`_accumulate` handles it
+    table = run.__dict__.get("_coverage")
+    if not table:
+        return
+    rows = np.broadcast_to(lanes[:, None], addr.shape)
+    if carries_keys(op):
+        moves = run.__dict__.setdefault("_coverage_moves", {})
+        entry = moves.get(id(op))
+        if entry is None:
+            sources = sum(isinstance(s, N.View) for s in op.srcs) if isinstance(op, N.Elementwise) else 1
+            entry = moves[id(op)] = {"dst": None, "srcs": [], "left": sources}
+        if write:
+            entry["dst"] = (mem, addr, ok, rows)
+        else:
+            entry["srcs"].append((mem, addr, ok, rows))
+            entry["left"] -= 1
+        if entry["dst"] is not None and entry["left"] <= 0:
+            del moves[id(op)]
+            _carry(run, op, table, entry)
+        return
+    cov = table.get(mem.buffer.name)
+    if cov is None:
+        return
+    t, a = rows[ok], addr[ok]
+    if write:
+        cov.chained[t, a] = False
+        cov.bits[t, a] = 0
+        return
+    if cov.domain is None:
+        return
+    incomplete = cov.chained[t, a] & ~(cov.bits[t, a] == cov.full).all(axis=-1)
+    if not incomplete.any():
+        return
+    i = int(np.flatnonzero(incomplete)[0])
+    missing = [k for k in range(*cov.domain) if k not in _keys(cov, cov.bits[t[i], a[i]])]
+    lane, element = np.argwhere(ok)[i]
+    _, coords = run._elements(view)
+    raise _fail(run, op, "coverage",
+                f"%{mem.buffer.name} leaves its MMA chain with k {_ranges(missing)} never reached (the reduction "
+                f"covers {cov.domain[0]}..{cov.domain[1] - 1}, {cov.label})",
+                thread=int(lanes[lane]), element=coords[element])
+
+
+def _keys(cov: _Coverage, words: np.ndarray) -> set[int]:
+    return {cov.lo + 64 * w + b for w in range(cov.words) for b in range(64) if int(words[w]) >> b & 1}
+
+
+def _carry(run: Any, op: N.Op, table: dict, entry: dict) -> None:
+    """The destination elements of a register move or elementwise op take the keys of the
+    partial sums among its sources (their union)."""
+    dmem, daddr, dok, drows = entry["dst"]
+    sources = [(table[m.buffer.name], a, k, r) for m, a, k, r in entry["srcs"] if m.buffer.name in table]
+    dcov = table.get(dmem.buffer.name)
+    if not sources:
+        if dcov is not None:
+            dcov.chained[drows[dok], daddr[dok]] = False
+        return
+    first = sources[0][0]
+    if dcov is None:
+        dcov = table[dmem.buffer.name] = _Coverage(dmem.values.shape[0], dmem.values.shape[1], first.lo,
+                                                   first.lo + 64 * first.words, first.domain, first.label)
+    for scov, *_ in sources:
+        if (scov.lo, scov.words) != (dcov.lo, dcov.words):
+            if scov.domain is not None or dcov.domain is not None:  # two reductions: not one chain
+                dcov.chained[drows[dok], daddr[dok]] = False
+                return
+            scov.grow(dcov.lo, dcov.lo + 64 * dcov.words - 1)
+            dcov.grow(scov.lo, scov.lo + 64 * scov.words - 1)
+    bits = np.zeros((*dok.shape, dcov.words), np.uint64)
+    chained = np.zeros(dok.shape, bool)
+    for scov, saddr, sok, srows in sources:
+        at = (srows, np.where(sok, saddr, 0))
+        held = sok & dok & scov.chained[at]
+        mine = np.where(held[..., None], scov.bits[at], np.uint64(0))
+        twice = held & ((bits & mine) != 0).any(axis=-1)
+        if twice.any():
+            lane, element = (int(x) for x in np.argwhere(twice)[0])
+            again = sorted(_keys(dcov, bits[lane, element] & mine[lane, element]))
+            _, coords = run._elements(op.dst)
+            raise _fail(run, op, "coverage",
+                        f"{op.kind} combines partial sums that both hold k {_ranges(again)} (a reduction slice counted "
+                        "twice)", thread=int(drows[lane, element]), element=coords[element])
+        bits |= mine
+        chained |= held
+    dcov.bits[drows[dok], daddr[dok]] = bits[dok]
+    dcov.chained[drows[dok], daddr[dok]] = chained[dok]
+
+
+REGISTER_ACCESS_HOOKS.append(check_coverage_access)

@@ -55,6 +55,7 @@ INTERPRETER_KINDS: dict[str, frozenset[str]] = {
     "proxy": frozenset({"proxy"}),
     "registers": frozenset({"collective"}),
     "wgmma": frozenset({"async"}),
+    "coverage": frozenset({"coverage"}),
 }
 
 #: replay refuses launches whose tensors hold more elements than this
