@@ -1,23 +1,24 @@
 """Coverage in the reference interpreter: each k of an MMA chain's reduction reaches each
 accumulator element exactly once (a key twice is reported at the MMA, a key never reached
-where the sum leaves the chain).  Tags cannot see these bugs: every kernel below that is
-wrong still gives ``c[i, j]`` the tag ``(i, j)``."""
+where the sum leaves the chain).  Tags cannot see these bugs: every wrong kernel here still
+gives ``c[i, j]`` the tag ``(i, j)``."""
 
 import runpy
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import sympy
-from sympy import Eq
 
-import argus.spec as A
+sys.path.insert(0, str(Path(__file__).parent))
+from coverage_kernels import k_loop, split_k
+
 from argus.ir import nodes as N
 from argus.ir.interp_mma import reduction_domain
 from argus.ir.interpreter import Interpreter, InterpreterError
 
 ROOT = Path(__file__).resolve().parents[2]
-ATOM = "mma.sync.m16n8k16.bf16"
 
 
 def _example(name: str, kernel: str):
@@ -84,34 +85,6 @@ def test_the_reduction_domain_comes_from_the_tag_of_the_operand_source():
 # --------------------------------------------------------------------------- one warp over K
 
 
-@A.kernel(threads=32, assume=lambda K: [Eq(K % 32, 0), K >= 32])
-def k_loop(a: A.Global(A.bf16, "16 K"), b: A.Global(A.bf16, "8 K"), c: A.Global(A.f32, "16 8"),
-           STEPS: A.const = "once", COMPUTED_A: A.const = False, RESCALE: A.const = False,
-           RESET: A.const = False):
-    """c = a · bᵀ by one warp, a k-step of 16 per iteration.  ``STEPS``: "once" (correct),
-    "half" (the second half of K is skipped), "twice" (K is covered twice); ``COMPUTED_A``:
-    A is scaled by 1 before the MMA (computed, so the domain is not derived); ``RESCALE``:
-    ``acc = acc * 1`` after each MMA (the partial sum is carried through the rescaling);
-    ``RESET``: ``acc`` starts again from zero at every iteration."""
-    A.tag(a, lambda i, k: (i, k), "A")
-    A.tag(b, lambda j, k: (j, k), "B")
-    acc = A.mma_fragment(ATOM, "c")
-    KT = a.shape[1] // 16
-    for kt in A.range({"once": KT, "half": KT // 2, "twice": 2 * KT}[STEPS]):
-        kb = kt % KT if STEPS == "twice" else kt
-        if RESET:
-            acc = A.mma_fragment(ATOM, "c")
-        fa = A.load(A.mma_partition(ATOM, "a", a.tile((16, 16), (0, kb))))
-        if COMPUTED_A:
-            fa = fa * 1.0
-        fb = A.load(A.mma_partition(ATOM, "b", b.tile((8, 16), (0, kb))))
-        A.mma(ATOM, fa, fb, acc)
-        if RESCALE:
-            acc = acc * 1.0
-    A.store(acc, A.mma_partition(ATOM, "c", c))
-    A.assert_tag(c, lambda i, j, tg: tg == (i, j), "c[i, j] = row i of A · row j of B")
-
-
 SIZES = {"K": 64}
 
 
@@ -153,27 +126,6 @@ def test_without_a_derivable_domain_only_duplicates_are_checked():
     mma = next(op for op in N.walk(kernel.body) if isinstance(op, N.Mma))
     assert reduction_domain(kernel, mma) is None
     Interpreter(kernel).run(_inputs(16, 8, 64), SIZES)
-
-
-@A.kernel(threads=32, assume=lambda K: [Eq(K % 32, 0), K >= 32])
-def split_k(a: A.Global(A.bf16, "16 K"), b: A.Global(A.bf16, "8 K"), c: A.Global(A.f32, "16 8"),
-            OVERLAP: A.const = False):
-    """Two partial sums over the halves of K, added before the store; ``OVERLAP`` makes the
-    second one cover the first half again."""
-    A.tag(a, lambda i, k: (i, k), "A")
-    A.tag(b, lambda j, k: (j, k), "B")
-    low, high = A.mma_fragment(ATOM, "c"), A.mma_fragment(ATOM, "c")
-    half = a.shape[1] // 32
-    for kt in A.range(half):
-        fa = A.load(A.mma_partition(ATOM, "a", a.tile((16, 16), (0, kt))))
-        fb = A.load(A.mma_partition(ATOM, "b", b.tile((8, 16), (0, kt))))
-        A.mma(ATOM, fa, fb, low)
-    for kt in A.range(half):
-        kb = kt if OVERLAP else kt + half
-        fa = A.load(A.mma_partition(ATOM, "a", a.tile((16, 16), (0, kb))))
-        fb = A.load(A.mma_partition(ATOM, "b", b.tile((8, 16), (0, kb))))
-        A.mma(ATOM, fa, fb, high)
-    A.store(low + high, A.mma_partition(ATOM, "c", c))
 
 
 def test_partial_sums_of_disjoint_slices_add_up_to_the_whole_reduction():
