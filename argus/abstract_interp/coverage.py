@@ -185,6 +185,11 @@ class _Contribution:
         self.tagged = has_k(tag, field)
         self.k = k_value(tag, field)
         self.register = a.key(inst, op.d)
+        # the row's first element: a row without k there (rows past M, zero-filled by TMA or a
+        # masked load) gives D no record, and the lemma ``mma-operands`` makes every element
+        # of the row so; such an element carries no tag any property could rely on
+        self.row_start = self.mma.element("a", row, T.int_const(0))
+        self.row_tagged = has_k(define_tag(a, f"cov{count}.a0#{inst.site.index}", self.row_start.tag), field)
 
 
 def _roles(a: Any, inst: Instance, view: N.View, prefix: str = "") -> dict[str, Any]:
@@ -237,8 +242,9 @@ def _in_domain(b: Any, site: Site, chain: _Chain) -> None:
     mine = _Contribution(a, inst, "")
     lo = a.value(inst, chain.domain.offset)
     hi = T.add(lo, a.value(inst, chain.domain.extent))
-    goal = T.implies(a.path(inst), T.and_(mine.tagged, T.le(lo, mine.k), T.lt(mine.k, hi)))
-    lemmas, approx = _merge_deps([mine.a_element])
+    goal = T.implies(T.and_(a.path(inst), mine.row_tagged), T.and_(mine.tagged, T.le(lo, mine.k), T.lt(mine.k, hi)))
+    lemmas, approx = _merge_deps([mine.a_element, mine.row_start])
+    lemmas = lemmas | {("mma", site.index)}
     roles = {**_roles(a, inst, op.d), "k": mine.k, "kk": mine.kk}
     b.add("coverage", site, hyps, goal,
           f"{mma_atom(op.atom).name}: every product's k lies in the reduction domain ({chain.domain.describe()})",
