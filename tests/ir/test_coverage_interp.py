@@ -49,7 +49,8 @@ def _violation(kernel, inputs: dict, sizes: dict):
 
 
 EXAMPLES = [("gemm_mma_sync.py", "gemm", "A.mma(ATOM, fa, fb, acc[mi, ni])", "A.store(acc[mi, ni]"),
-            ("gemm_mfma.py", "gemm_mfma", "A.mma(ATOM, fa, fb, acc)", "A.store(acc, ")]
+            ("gemm_mfma.py", "gemm_mfma", "A.mma(ATOM, fa, fb, acc)", "A.store(acc, "),
+            ("gemm_cp_async.py", "gemm_cp_async", "A.mma(ATOM, fa, fb, acc[mi, ni])", "A.store(acc[mi, ni]")]
 
 
 @pytest.mark.parametrize("file, name, mma_line, store_line", EXAMPLES, ids=[e[1] for e in EXAMPLES])

@@ -3,6 +3,7 @@ right (``c[i, j]`` still carries ``(i, j)``), so only the ``coverage`` property 
 it; each is refuted with a counterexample the reference interpreter reproduces (a missing k
 at the store, a k twice at the MMA), and the correct kernels' coverage VCs are proved."""
 
+import gemm_cp_async
 import gemm_mfma
 import gemm_mma_sync
 import pytest
@@ -47,10 +48,12 @@ def _refuted(results):
 
 
 EXAMPLES = {"gemm_mma_sync": (gemm_mma_sync.gemm, "A.mma(ATOM, fa, fb, acc[mi, ni])", "A.store(acc[mi, ni]"),
-            "gemm_mfma": (gemm_mfma.gemm_mfma, "A.mma(ATOM, fa, fb, acc)", "A.store(acc, ")}
+            "gemm_mfma": (gemm_mfma.gemm_mfma, "A.mma(ATOM, fa, fb, acc)", "A.store(acc, "),
+            "gemm_cp_async": (gemm_cp_async.gemm_cp_async, "A.mma(ATOM, fa, fb, acc[mi, ni])", "A.store(acc[mi, ni]")}
 
 
-@pytest.mark.parametrize("name", sorted(EXAMPLES))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n == "gemm_cp_async" else [])
+                                  for n in sorted(EXAMPLES)])
 def test_the_examples_cover_each_k_once(name):
     kernel, _, _ = EXAMPLES[name]
     results = verify_coverage(kernel.specialize())
@@ -64,10 +67,17 @@ def test_the_examples_cover_each_k_once(name):
 MUTANTS = [("gemm_mma_sync", "skip", 2, "k 32..63 never reached"),
            ("gemm_mma_sync", "repeat", 1, "k = 0 reaches this accumulator element a second time"),
            ("gemm_mfma", "skip", 2, "k 32..63 never reached"),
-           ("gemm_mfma", "repeat", 1, "k = 0 reaches this accumulator element a second time")]
+           ("gemm_mfma", "repeat", 1, "k = 0 reaches this accumulator element a second time"),
+           ("gemm_cp_async", "skip", 2, "k 32..63 never reached"),
+           ("gemm_cp_async", "repeat", 1, "k = 0 reaches this accumulator element a second time")]
 
 
-@pytest.mark.parametrize("name, bug, marker, said", MUTANTS, ids=[f"{m[0]}-{m[1]}" for m in MUTANTS])
+def _mutant(m):
+    slow = m[0] == "gemm_cp_async"  # in slow runs only: the default run keeps the module under its budget
+    return pytest.param(*m, id=f"{m[0]}-{m[1]}", marks=[pytest.mark.slow] if slow else [])
+
+
+@pytest.mark.parametrize("name, bug, marker, said", [_mutant(m) for m in MUTANTS])
 def test_a_k_block_skipped_or_repeated_is_refuted_and_replayed(name, bug, marker, said):
     kernel, *markers = EXAMPLES[name]
     cx = _refuted(verify_coverage(kernel.specialize(KBLOCK_BUG=bug)))
@@ -79,6 +89,7 @@ def test_a_k_block_skipped_or_repeated_is_refuted_and_replayed(name, bug, marker
     print(f"\n{name} KBLOCK_BUG={bug:<8} coverage  refuted  replayed: {cx.replay.detail}")
 
 
+@pytest.mark.slow
 def test_only_coverage_refutes_a_skipped_k_block():
     """Every other property (tags included) is proved for the mutant: coverage is the only
     one that sees it."""
