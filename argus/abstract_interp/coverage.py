@@ -93,15 +93,19 @@ class _Chain:
         self.buffer, self.mmas, self.resets = buffer, mmas, resets
         domains = {reduction_domain(a.kernel, s.op) for s in mmas}
         same = {(d.offset, d.extent) for d in domains if d is not None}
-        self.domain: ReductionDomain | None = next(iter(domains)) if None not in domains and len(same) == 1 else None
+        self.domain: ReductionDomain | None = (min(domains, key=lambda d: d.tensor)
+                                               if None not in domains and len(same) == 1 else None)
         self.addresses = {s.index: _static_addresses(a, s) for s in mmas}
         self.unmodelled = _unmodelled(a, buffer, mmas)
 
     def chain_loops(self, site: Site) -> tuple:
         """The loops around ``site`` whose counters identify its chain: those it shares with
-        a reset of the accumulator (the longest such prefix)."""
+        a reset of the accumulator (the longest such prefix).  A reset under a branch ``site``
+        is not under may not run: it does not cut chains (more pairs are compared)."""
         best: tuple = ()
         for r in self.resets:
+            if not _guards(r) <= set(site.conditions):
+                continue
             common = common_loops(site, r)
             if len(common) > len(best):
                 best = common
@@ -232,7 +236,7 @@ def _injective(b: Any, site: Site, chain: _Chain) -> None:
         roles = {**_roles(a, inst, op.d), "alternatives": [(conflict, other)], "k": mine.k, "kk": mine.kk}
         b.add("coverage", site, [*hyps, *more], T.not_(conflict),
               f"{mma_atom(op.atom).name}: no k reaches an accumulator element twice in one chain "
-              f"(with the MMA at {other_site.describe()})", roles, _merge_deps([mine.a_element, theirs.a_element]))
+              f"(with {other_site.describe()})", roles, _merge_deps([mine.a_element, theirs.a_element]))
 
 
 def _in_domain(b: Any, site: Site, chain: _Chain) -> None:
@@ -257,8 +261,14 @@ def _in_domain(b: Any, site: Site, chain: _Chain) -> None:
 def _complete(b: Any, site: Site, acc: M.Access, chain: _Chain) -> None:
     a = b.analysis
     op = site.op
-    before = [r.index for r in chain.resets if r.index < site.index]
-    start = max(before, default=-1)
+    before = [r for r in chain.resets if r.index < site.index]
+    last = max(before, key=lambda r: r.index, default=None)
+    if last is not None and not (_guards(last) <= set(site.conditions) and all(lp in site.loops for lp in last.loops)):
+        b.unknown("coverage", site, f"the contributions to %{acc.buffer.name} read at {op.loc} cannot be counted: "
+                  f"the reset at {last.describe()} may not run before the read (a branch or loop the read is "
+                  "not in)")
+        return
+    start = last.index if last is not None else -1
     sites = [s for s in chain.mmas if start < s.index < site.index]
     inst, hyps = a.fresh(site, "#card", view=acc.view)
     register = a.key(inst, acc.view)
@@ -301,8 +311,7 @@ def _not_counted(mma: Site, reader: Site, chain: _Chain) -> str | None:
         return f"%{chain.buffer} is read inside the loop at {inner[0].op.loc} that accumulates it"
     if not all(lp in reader.loops for lp in chain_loops):
         return f"the read is outside the loops that reset %{chain.buffer}"
-    guards = [c for c in mma.conditions if c.what != "loop"]
-    if any(c not in reader.conditions for c in guards):
+    if not _guards(mma) <= set(reader.conditions):
         return f"the MMA at {mma.describe()} runs under a condition the read is not under"
     counters = {lp.var for lp in inner}
     for lp in inner:
@@ -310,6 +319,11 @@ def _not_counted(mma: Site, reader: Site, chain: _Chain) -> str | None:
         if free & counters:
             return f"the trip count of the loop at {lp.op.loc} depends on an enclosing loop's counter"
     return None
+
+
+def _guards(site: Site) -> set:
+    """The branch (and warp role) conditions of a site's path, its loops' ranges aside."""
+    return {c for c in site.conditions if c.what != "loop"}
 
 
 def _trips(a: Any, inst: Instance, loop: Any) -> T.Term:
