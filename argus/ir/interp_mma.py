@@ -61,6 +61,7 @@ from argus.ir.interpreter import (
     _apply,
     _merge_tags,
     handles,
+    known_zero_tags,
 )
 
 # --------------------------------------------------------------------------- collectives
@@ -267,14 +268,14 @@ def _mma_group(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict]) -> None:
     c = _matrix(spec, "c", {w: p["c"] for w, p in parts.items()}, "values")
     numerics = run.interp.numerics
     d = numerics.mma(a, b.T, c, a_dtype=spec.a_dtype, b_dtype=spec.b_dtype, acc_dtype=spec.acc_dtype)
-    fields, counts, names = _mma_tags(run, op, spec, parts)
+    fields, counts, names, a_keys = _mma_tags(run, op, spec, parts)
     offsets, _ = _tv_table(spec.name, "c")
     d_flat = np.asarray(d, np.float64).T.ravel()  # column-major tile offsets
     f_flat = fields.swapaxes(0, 1).reshape(-1, MAX_TAG_FIELDS)
     c_flat = counts.T.ravel()
     n_flat = names.T.ravel()
     base = _group_base(spec, parts)
-    _accumulate(run, op, spec, parts, base)
+    _accumulate(run, op, spec, parts, base, a_keys)
     for p in parts.values():
         frag = p["d"]
         threads = frag.lanes - base
@@ -300,7 +301,8 @@ def _split_k(fields: np.ndarray, counts: np.ndarray, k_field: int):
 
 
 def _mma_tags(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict]):
-    """Result tags (fields [M, N, F], counts [M, N], names [M, N]) after the k-agreement check."""
+    """Result tags (fields [M, N, F], counts [M, N], names [M, N]) after the k-agreement check,
+    and A's split ``(tagged, k)`` ([M, K]) for the coverage keys."""
     fa = _operand(spec, "a", parts, "fields")
     ca = _operand(spec, "a", parts, "counts")
     fb = _operand(spec, "b", parts, "fields")
@@ -356,7 +358,7 @@ def _mma_tags(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict]):
     counts = np.where(silent, cc, counts)
     fields = np.where(silent[..., None], fc, fields)
     names = np.full((M, Nn), "mma", object)
-    return fields, counts, names
+    return fields, counts, names, (tagged_a, ka, fa, ca, a_field)
 
 
 def _group_base(spec: Any, parts: dict[int, Any]) -> int:
@@ -874,60 +876,88 @@ def _coverage_of(run: Any, mem: Any, create: tuple | None = None) -> _Coverage |
     return cov
 
 
-def _accumulate(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict], base: int) -> None:
+def _accumulate(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict], base: int,
+                a_keys: tuple[np.ndarray, np.ndarray]) -> None:
     """Each D element's reduction keys: those of C (when C holds a partial sum) plus the k of
-    every tagged A element of its row (an untagged one adds no key: the key it misses is reported
-    where the sum leaves the chain); a key twice or a key outside the domain is a ``coverage``
-    violation at this MMA."""
-    fa = _operand(spec, "a", parts, "fields")
-    ca = _operand(spec, "a", parts, "counts")
-    k_field = op.k_fields[0] if op.k_fields is not None else -1
-    tagged, ka, _, _ = _split_k(fa, ca, k_field)  # [M, K]; known zeros are not tagged: they add nothing
+    every tagged A element of its row (``a_keys``: A's tag split as the k check split it).  An
+    untagged element adds no key (the key it misses is reported where the sum leaves the
+    chain); a known zero adds the k of the tag it stands for when that k lies in the domain (a
+    row past M multiplies the zero padding of that k) and nothing otherwise (a k past K, or no
+    domain to tell).  A key twice or a key outside the domain is a ``coverage`` violation at
+    this MMA."""
+    tagged, ka, fa, ca, a_field = a_keys  # [M, K]
     domain = reduction_domain(run.interp.kernel, op)
     bounds = domain.bounds(run.state.sizes) if domain is not None else None
+    if bounds is not None:  # a known zero standing for an element of the domain (a row past M) is that k, exactly
+        zero, stands_for = known_zero_tags(ca)
+        has, zk, _, _ = _split_k(fa, np.where(zero, stands_for, _UNTAGGED), a_field)
+        padding = zero & has & (zk >= bounds[0]) & (zk < bounds[1])
+        tagged, ka = tagged | padding, np.where(padding, zk, ka)
     offsets, _ = _tv_table(spec.name, "c")
     rows, _ = spec.tile("c")
+    if bounds is not None:
+        outside = tagged & ((ka < bounds[0]) | (ka >= bounds[1]))
+        if outside.any():
+            m, k = (int(x) for x in np.argwhere(outside)[0])
+            frag, lane, v = _row_holder(parts, offsets, base, rows, m)
+            raise _coverage_fail(run, op, frag, lane, v,
+                                 f"{spec.name}: k = {int(ka[m, k])} lies outside the reduction domain "
+                                 f"{bounds[0]}..{bounds[1] - 1} ({domain.describe()})")
+        span = bounds
+    else:
+        span = (int(ka[tagged].min()), int(ka[tagged].max()) + 1) if tagged.any() else (0, 1)
+    first = next(iter(parts.values()))
+    cov = _coverage_of(run, first["d"].mem, (*span, bounds, domain.describe() if domain else None))
+    src = _coverage_of(run, first["c"].mem)
+    if cov.domain is None and tagged.any():
+        cov.grow(span[0], span[1] - 1)
+        if src is not None and src is not cov:
+            src.grow(cov.lo, cov.lo + 64 * cov.words - 1)
+            cov.grow(src.lo, src.lo + 64 * src.words - 1)
+    if src is not None and (src.lo, src.words) != (cov.lo, cov.words):
+        src = None  # partial sums of another reduction: C starts no chain here
+    # the keys of each row of A as a bitset, once for the whole group
+    off = np.where(tagged, ka - cov.lo, 0)
+    bit = np.left_shift(np.uint64(1), (off & 63).astype(np.uint64))
+    onehot = ((off >> 6)[..., None] == np.arange(cov.words)) & tagged[..., None]  # [M, K, W]
+    row_bits = np.bitwise_or.reduce(np.where(onehot, bit[..., None], np.uint64(0)), axis=1)  # [M, W]
+    repeated = np.bitwise_count(row_bits).sum(axis=-1) < tagged.sum(axis=1)  # one k twice in a row of A
+    if repeated.any():
+        m = int(np.flatnonzero(repeated)[0])
+        keys = ka[m][tagged[m]].tolist()
+        again = next(k for k in keys if keys.count(k) > 1)
+        frag, lane, v = _row_holder(parts, offsets, base, rows, m)
+        raise _coverage_fail(run, op, frag, lane, v,
+                             f"{spec.name}: k = {again} is the k of two elements of row {m} of A (one product "
+                             "counted twice)")
     for p in parts.values():
         frag, acc = p["d"], p["c"]
-        lanes = frag.lanes
-        m = offsets[lanes - base] % rows  # [lanes, values]: the D element's row
-        keys, valid = ka[m], tagged[m]  # [lanes, values, K]
-        if bounds is not None:
-            outside = valid & ((keys < bounds[0]) | (keys >= bounds[1]))
-            if outside.any():
-                lane, v, k = (int(x) for x in np.argwhere(outside)[0])
-                raise _coverage_fail(run, op, frag, lane, v,
-                                     f"{spec.name}: k = {int(keys[lane, v, k])} lies outside the reduction domain "
-                                     f"{bounds[0]}..{bounds[1] - 1} ({domain.describe()})")
-        span = (bounds[0], bounds[1]) if bounds is not None else (
-            (int(keys[valid].min()), int(keys[valid].max()) + 1) if valid.any() else (0, 1))
-        cov = _coverage_of(run, frag.mem, (*span, bounds, domain.describe() if domain else None))
-        src = _coverage_of(run, acc.mem)
-        if cov.domain is None and valid.any():
-            cov.grow(span[0], span[1] - 1)
-            if src is not None and src is not cov:
-                src.grow(cov.lo, cov.lo + 64 * cov.words - 1)
-                cov.grow(src.lo, src.lo + 64 * src.words - 1)
-        rows_of = lanes[:, None]
-        if src is not None and src.lo == cov.lo and src.words == cov.words:
+        rows_of = frag.lanes[:, None]
+        m = offsets[frag.lanes - base] % rows  # [lanes, values]: the D element's row
+        new = row_bits[m]  # [lanes, values, W]
+        if src is not None:
             held = src.chained[rows_of, acc.addr]
-            bits = np.where(held[..., None], src.bits[rows_of, acc.addr], np.uint64(0))
-        else:
-            bits = np.zeros((*acc.addr.shape, cov.words), np.uint64)
-        off = np.where(valid, keys - cov.lo, 0)
-        word, bit = off >> 6, np.left_shift(np.uint64(1), (off & 63).astype(np.uint64))
-        for k in range(keys.shape[-1]):
-            w = word[..., k, None]
-            current = np.take_along_axis(bits, w, axis=-1)[..., 0]
-            again = valid[..., k] & ((current & bit[..., k]) != 0)
-            if again.any():
-                lane, v = (int(x) for x in np.argwhere(again)[0])
+            old = np.where(held[..., None], src.bits[rows_of, acc.addr], np.uint64(0))
+            twice = (old & new).any(axis=-1)
+            if twice.any():
+                lane, v = (int(x) for x in np.argwhere(twice)[0])
+                again = min(_keys(cov, old[lane, v] & new[lane, v]))
                 raise _coverage_fail(run, op, frag, lane, v,
-                                     f"{spec.name}: k = {int(keys[lane, v, k])} reaches this accumulator element a "
-                                     "second time since it was last set (a k-block or k-step counted twice)")
-            np.put_along_axis(bits, w, np.where(valid[..., k], current | bit[..., k], current)[..., None], axis=-1)
-        cov.bits[rows_of, frag.addr] = bits
+                                     f"{spec.name}: k = {again} reaches this accumulator element a second time "
+                                     "since it was last set (a k-block or k-step counted twice)")
+            new = old | new
+        cov.bits[rows_of, frag.addr] = new
         cov.chained[rows_of, frag.addr] = True
+
+
+def _row_holder(parts: dict[int, dict], offsets: np.ndarray, base: int, rows: int, m: int):
+    """(fragment, lane, value) of the first D element of row ``m`` (where a row's violation is shown)."""
+    for p in parts.values():
+        frag = p["d"]
+        hit = np.argwhere(offsets[frag.lanes - base] % rows == m)
+        if len(hit):
+            return frag, int(hit[0][0]), int(hit[0][1])
+    raise AssertionError(f"no thread holds row {m} of D")
 
 
 def _coverage_fail(run: Any, op: N.Op, frag: Any, lane: int, v: int, message: str) -> InterpreterError:

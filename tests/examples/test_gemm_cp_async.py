@@ -42,7 +42,7 @@ def test_double_buffered_gemm_matches_numpy():
 
 @pytest.mark.parametrize("bug, kind, line", [
     ({"WAIT_ALL_BUT": 2}, "async", "fa = A.load(A.mma_partition(ATOM, \"a\", sa[stage]"),
-    ({"NO_SECOND_BARRIER": True}, "race", "A.cp_async(a.tile((BM, BK), (bm, kt + 1))"),
+    ({"NO_SECOND_BARRIER": True}, "race", "A.cp_async(a.tile((BM, BK), (bm, issued))"),
 ])
 def test_pipeline_bugs_are_caught_with_their_place(bug, kind, line):
     with pytest.raises(InterpreterError) as err:
