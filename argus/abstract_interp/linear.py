@@ -22,6 +22,8 @@ hypotheses: the result is equivalent to the input wherever the VC is evaluated.
 
 from __future__ import annotations
 
+import math
+
 from argus.smt import terms as T
 
 _Form = tuple[dict[T.Term, int], int]  # atom -> coefficient, constant
@@ -32,7 +34,49 @@ def simplify(term: T.Term, memo: dict[T.Term, T.Term] | None = None) -> T.Term:
     their Int subterms normalized."""
     memo = {} if memo is None else memo
     forms: dict[T.Term, _Form] = {}
+    if len(_INTERVALS) + len(_KEYS) > _CACHE_LIMIT:
+        _INTERVALS.clear()
+        _KEYS.clear()
     return _rebuild(term, memo, forms)
+
+
+#: bounds and ordering keys of atoms, shared by every call (terms are immutable and
+#: hash-consed, so an entry never goes stale; the caches are only emptied when large)
+_INTERVALS: dict[T.Term, tuple[int | None, int | None]] = {}
+_KEYS: dict[T.Term, str] = {}
+_CACHE_LIMIT = 1 << 19
+
+
+def _interval(t: T.Term) -> tuple[int | None, int | None]:
+    """:func:`argus.smt.terms.interval` of ``t``, memoized across calls (children first)."""
+    got = _INTERVALS.get(t)
+    if got is not None:
+        return got
+    stack = [(t, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if node in _INTERVALS:
+            continue
+        if expanded:
+            try:
+                _INTERVALS[node] = T._interval_node(node, _INTERVALS)
+            except T.TermError:
+                _INTERVALS[node] = (None, None)
+            continue
+        stack.append((node, True))
+        stack.extend((a, False) for a in node.args if a.sort.is_int and a not in _INTERVALS)
+    return _INTERVALS[t]
+
+
+def _key(t: T.Term) -> str:
+    got = _KEYS.get(t)
+    if got is None:
+        got = _KEYS[t] = str(t)
+    return got
+
+
+_CONNECTIVES = {"and": T.and_, "or": T.or_, "not": T.not_, "=>": T.implies, "ite": T.ite}
+_COMPARISONS = ("=", "<", "<=", ">", ">=")
 
 
 def _rebuild(t: T.Term, memo: dict, forms: dict) -> T.Term:
@@ -41,6 +85,12 @@ def _rebuild(t: T.Term, memo: dict, forms: dict) -> T.Term:
         return got
     if t.sort.is_int:
         out = _term(_form(t, memo, forms))
+    elif t.op in _COMPARISONS and t.args[0].sort.is_int:
+        out = _compare(t.op, _form(t.args[0], memo, forms), _form(t.args[1], memo, forms))
+    elif t.op in _CONNECTIVES or (t.op == "=" and t.args[0].sort.is_bool):
+        # rebuilt through the constructors: operands that folded to constants fold the node
+        args = tuple(_rebuild(a, memo, forms) for a in t.args)
+        out = T.eq(*args) if t.op == "=" else _CONNECTIVES[t.op](*args)
     elif t.args:
         args = tuple(_rebuild(a, memo, forms) for a in t.args)
         out = t if all(a is b for a, b in zip(args, t.args)) else t.with_args(args)
@@ -48,6 +98,62 @@ def _rebuild(t: T.Term, memo: dict, forms: dict) -> T.Term:
         out = t
     memo[t] = out
     return out
+
+
+def _equation(atoms: dict[T.Term, int], c: int) -> T.Term:
+    """``Σ kᵢ·aᵢ + c = 0``, split where a modulus separates it: when the terms whose
+    coefficient ``m`` does not divide (with ``c``) provably lie in ``(-m, m)``, the equation
+    holds exactly when they sum to 0 and the rest, divided by ``m``, does too (the first part
+    is a multiple of ``m`` in that range).  A tile offset plus an offset inside the tile is
+    a tile offset and an inner offset equal apart, without a search over the integers."""
+    g = 0
+    for k in atoms.values():
+        g = math.gcd(g, k)
+    if c % g:
+        return T.FALSE  # g divides the atoms' part but not the constant
+    atoms, c = {x: k // g for x, k in atoms.items()}, c // g
+    for m in sorted({abs(k) for k in atoms.values() if abs(k) > 1}):
+        big = {x: k // m for x, k in atoms.items() if k % m == 0}
+        rest = ({x: k for x, k in atoms.items() if k % m}, c)
+        if not big or not (rest[0] or rest[1]):
+            continue
+        lo, hi = _bounds(rest)
+        if lo is not None and hi is not None and -m < lo and hi < m:
+            return T.and_(_equation(*rest) if rest[0] else T.bool_const(rest[1] == 0), _equation(big, 0))
+    lo, hi = _bounds((atoms, c))
+    if (lo is not None and lo > 0) or (hi is not None and hi < 0):
+        return T.FALSE
+    if lo == 0 and hi == 0:
+        return T.TRUE
+    left = ({x: k for x, k in atoms.items() if k > 0}, max(c, 0))
+    right = ({x: -k for x, k in atoms.items() if k < 0}, max(-c, 0))
+    return T.eq(_term(left), _term(right))
+
+
+def _compare(op: str, a: _Form, b: _Form) -> T.Term:
+    """``a op b`` as ``d op 0`` with ``d = a - b`` normalized: decided by the bounds of ``d``
+    where they suffice, else stated with the positive and negative parts of ``d`` on either
+    side (equal differences give one term however the sides were written)."""
+    atoms, c = _sum([a, _scale(b, -1)])
+    if op == "=" and atoms:
+        return _equation(atoms, c)
+    lo, hi = _bounds((atoms, c))
+    decided = {
+        "=": (lo is not None and lo > 0) or (hi is not None and hi < 0),
+        "<": lo is not None and lo >= 0, "<=": lo is not None and lo > 0,
+        ">": hi is not None and hi <= 0, ">=": hi is not None and hi < 0,
+    }[op]
+    if decided:
+        return T.FALSE
+    holds = {
+        "=": lo == 0 and hi == 0, "<": hi is not None and hi < 0, "<=": hi is not None and hi <= 0,
+        ">": lo is not None and lo > 0, ">=": lo is not None and lo >= 0,
+    }[op]
+    if holds:
+        return T.TRUE
+    left = ({x: k for x, k in atoms.items() if k > 0}, max(c, 0))
+    right = ({x: -k for x, k in atoms.items() if k < 0}, max(-c, 0))
+    return {"=": T.eq, "<": T.lt, "<=": T.le, ">": T.gt, ">=": T.ge}[op](_term(left), _term(right))
 
 
 def _form(t: T.Term, memo: dict, forms: dict) -> _Form:
@@ -78,6 +184,13 @@ def _form(t: T.Term, memo: dict, forms: dict) -> _Form:
                        int(t.args[1].value))
         case "div" if t.args[1].op == "const" and int(t.args[1].value) > 0:
             out = _div(_form(t.args[0], memo, forms), int(t.args[1].value))
+        case "ite":
+            cond = _rebuild(t.args[0], memo, forms)
+            if cond.op == "const":
+                out = _form(t.args[1] if cond.value else t.args[2], memo, forms)
+            else:
+                then, other = (_term(_form(x, memo, forms)) for x in t.args[1:])
+                out = ({T.ite(cond, then, other): 1}, 0) if then is not other else _form(then, memo, forms)
         case _:
             args = tuple(_rebuild(a, memo, forms) for a in t.args)
             atom = t if all(a is b for a, b in zip(args, t.args)) else t.with_args(args)
@@ -123,10 +236,7 @@ def _bounds(form: _Form) -> tuple[int | None, int | None]:
     lo: int | None = c
     hi: int | None = c
     for atom, k in atoms.items():
-        try:
-            alo, ahi = T.interval(atom)
-        except T.TermError:
-            return None, None
+        alo, ahi = _interval(atom)
         if k < 0:
             alo, ahi = (None if ahi is None else -ahi), (None if alo is None else -alo)
             k = -k
@@ -162,7 +272,7 @@ def _div(form: _Form, d: int) -> _Form:
 
 def _term(form: _Form) -> T.Term:
     atoms, c = form
-    parts = [atom if k == 1 else T.mul(k, atom) for atom, k in sorted(atoms.items(), key=lambda x: str(x[0]))]
+    parts = [atom if k == 1 else T.mul(k, atom) for atom, k in sorted(atoms.items(), key=lambda x: _key(x[0]))]
     if c or not parts:
         parts.append(T.int_const(c))
     return T.add(*parts) if len(parts) > 1 else parts[0]

@@ -36,7 +36,17 @@ SOLVER_CHOICES = ("portfolio", "race", "z3", "cvc5")
 
 
 def vc_query(hypotheses: Hypotheses, goal: T.Term, label: str = "") -> tuple[Query, tuple[T.Term, ...]]:
-    """The satisfiability query of ``hypotheses => goal`` and its definedness guards."""
+    """The satisfiability query of ``hypotheses => goal`` and its definedness guards.
+
+    Every term is first linearly normalized (:func:`argus.abstract_interp.linear.simplify`:
+    divisions and modulos by constants folded where the variables' bounds decide them,
+    comparisons the bounds decide replaced by their value), an identity wherever the
+    variables lie in their bounds, which the query asserts."""
+    from argus.abstract_interp import linear
+
+    memo: dict = {}
+    hypotheses = [(name, linear.simplify(h, memo)) for name, h in hypotheses]
+    goal = linear.simplify(goal, memo)
     hyps = [h for _, h in hypotheses]
     guards = definedness_guards(T.implies(T.and_(*hyps), goal))
     query = Query.of(named=[*hypotheses, ("goal", T.not_(T.and_(*guards, goal)))], label=label)

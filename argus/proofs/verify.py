@@ -167,10 +167,11 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
         results: dict[str, VCResult] = {}
         lemma_results: dict[Any, list[VCResult]] = {}
         pending: dict[tuple, list] = {}  # refuted VCs by property, place and trust
+        answered: dict[str, VCResult] = {}  # solver answers by query hash (unrolled copies repeat queries)
         for i, vc in enumerate(lemmas + others):
             if progress is not None:
                 progress(i, len(vcs), vc)
-            result = _discharge(vc, prover, cache, smtlib_dir, kernel)
+            result = _discharge(vc, prover, cache, smtlib_dir, kernel, answered)
             if vc.property in LEMMAS:
                 _judge_lemma(result, analysis)
                 lemma_results.setdefault(vc.roles.get("lemma_key"), []).append(result)
@@ -203,7 +204,19 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
 
 
 def _discharge(vc: VC, prover: Prover, cache: VCCache | None, smtlib_dir: str | Path | None,
-               kernel: N.Kernel) -> VCResult:
+               kernel: N.Kernel, answered: dict[str, tuple] | None = None) -> VCResult:
+    """The solver's answer to ``vc`` (or the cache's, or the one an earlier VC of this kernel
+    with the same query hash got, kept in ``answered``: the same query has the same answer)."""
+    result = _discharge_once(vc, prover, cache, smtlib_dir, kernel, answered)
+    if answered is not None and vc.unknown is None and vc.structural is None and not result.cached:
+        # a snapshot: the judgement of lemmas and of VCs relying on them edits results later
+        model = dict(result.model) if result.model is not None else None
+        answered.setdefault(result.hash, (result.verdict, result.solver, result.resources, result.reason, model))
+    return result
+
+
+def _discharge_once(vc: VC, prover: Prover, cache: VCCache | None, smtlib_dir: str | Path | None,
+                    kernel: N.Kernel, answered: dict[str, tuple] | None) -> VCResult:
     if vc.unknown is not None:
         return VCResult(vc, "unknown", vc_hash(vc), reason=vc.unknown)
     if vc.structural is not None:
@@ -212,6 +225,10 @@ def _discharge(vc: VC, prover: Prover, cache: VCCache | None, smtlib_dir: str | 
     digest = vc_hash(vc, query)
     if smtlib_dir is not None:
         _write_smtlib(vc, digest, query, kernel, Path(smtlib_dir))
+    if answered is not None and digest in answered:
+        verdict, solver, resources, reason, model = answered[digest]
+        return VCResult(vc, verdict, digest, solver, resources, 0.0, reason,
+                        model=dict(model) if model is not None else None)
     if cache is not None:
         hit = cache.get(digest)
         if hit is not None:

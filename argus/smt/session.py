@@ -146,12 +146,15 @@ class Session:
         self._driver.add(self._driver.implies(literal, expr))
         frame.tracked.append((literal, name))
 
-    def add_query(self, query: Query) -> None:
-        """Assert a query's domain constraints and assertions (names kept)."""
+    def add_query(self, query: Query, *, tracked: bool = True) -> None:
+        """Assert a query's domain constraints and assertions (names kept for unsat cores,
+        unless ``tracked`` is false: then they are plain assertions, which z3's preprocessing
+        may rewrite and eliminate — definitions solved away, for one — where a tracked one
+        stays an opaque implication of its literal)."""
         for d in query.domain:
             self.add(d)
         for term, name in query.assertions:
-            self.add(term, name)
+            self.add(term, name if tracked else None)
 
     def push(self) -> None:
         """Open a scope."""
@@ -288,12 +291,26 @@ def solve(
     core: bool = False,
     options: Mapping[str, Any] | None = None,
 ) -> CheckAnswer:
-    """Check one query in a fresh session of ``solver`` (logic from the query)."""
+    """Check one query in a fresh session of ``solver`` (logic from the query).  Without an
+    unsat core and with a resource limit, z3 first gets a part of the limit with plain
+    assertions (its whole preprocessing runs), then the whole limit incrementally (tracked
+    assertions), as the solver workers do."""
+    if solver == "z3" and rlimit and not core:
+        with Session(solver, logic=query.logic, rlimit=rlimit // PLAIN_SHARE or 1, timeout_s=timeout_s,
+                     options=options) as s:
+            s.add_query(query, tracked=False)
+            answer = s.check(model=model)
+        if answer.status != "unknown" or answer.reason != "resource_limit":
+            return answer
     with Session(
         solver, logic=query.logic, rlimit=rlimit, timeout_s=timeout_s, options=options
     ) as s:
         s.add_query(query)
         return s.check(model=model, core=core)
+
+
+#: the part of the resource limit z3 first spends with plain assertions (:func:`solve`)
+PLAIN_SHARE = 25
 
 
 # --------------------------------------------------------------------------- drivers

@@ -91,8 +91,11 @@ class Limits:
 class Check:
     """Check satisfiability, of a whole :class:`~argus.smt.query.Query` or of a session.
 
-    With ``query`` the check is stateless: the worker asserts the query in a scratch context
-    (one per logic, kept warm), checks and retracts it.  Without, it checks the open session
+    With ``query`` the check is stateless: z3 first checks it in a context of its own with
+    plain assertions on a part of the resource limit
+    (:data:`argus.smt.session.PLAIN_SHARE`), then (and every other solver at once)
+    the worker asserts the query in a scratch context (one per logic, kept warm), checks and
+    retracts it.  Without, it checks the open session
     ``session`` plus ``assumptions`` (``(term, name or None)`` pairs, for this check only, as
     ``check-sat-assuming``).
     """
@@ -343,6 +346,16 @@ class SessionBackend(Backend):
     def _check_query(
         self, query: Any, limits: Limits, *, model: bool, core: bool, fresh: bool
     ) -> SolverRun:
+        if not core and not fresh and self.solver == "z3" and limits.rlimit:
+            # first a context of its own with plain assertions (no push, no assumption
+            # literals: z3 runs its whole preprocessing, which an incremental check skips and
+            # which solves chains of definitions and modular arithmetic at once), on a part of
+            # the budget; then, if that ran out, the incremental check with all of it (the two
+            # search differently, and each wins on some queries).  Both deterministic.
+            first = replace(limits, rlimit=max(1, limits.rlimit // self._session_module.PLAIN_SHARE))
+            run = self._check_query(query, first, model=model, core=False, fresh=True)
+            if run.status != "unknown" or run.reason != "resource_limit" or self._interrupted:
+                return run
         if fresh:
             key = (query.logic, limits.rlimit)
             spare, self._spare = self._spare, None
@@ -354,7 +367,7 @@ class SessionBackend(Backend):
                 session = self._new_session(*key)
             self._spare_key = key
             try:
-                session.add_query(query)
+                session.add_query(query, tracked=core)
                 return self._check(session, (), limits, model=model, core=core)
             finally:
                 session.close()
