@@ -19,7 +19,9 @@ for symbolic trip counts:
   k index of the atom) carry different k.  One VC per MMA site writing the same registers at
   or before ``s`` (sites whose registers are constants and disjoint are skipped);
 * **range** (at each MMA site, domain known): every contribution's A element has a k, and it
-  lies in the domain;
+  lies in the domain — for rows of A whose first element has a k (a row is tagged as a whole,
+  lemma ``mma-operands``; a row past M is zero-filled, which the interpreter counts as the
+  padding of each k of the domain);
 * **cardinality** (at each non-MMA read of an accumulator, domain known): the number of
   contributions to the element read, ``Σ_s [register ∈ D(s)] · Π trip counts · k extent``
   over the MMA sites between the last reset and the read, is 0 (no chain) or the domain's
