@@ -65,8 +65,132 @@ Env = Mapping[Any, Any]
 
 
 def evaluate(term: Term, env: Env | None = None, *, strict: bool = False) -> int | bool:
-    """The value of ``term`` under ``env`` (see the module docstring for the semantics)."""
-    return _Evaluator(env or {}, strict).value(term)
+    """The value of ``term`` under ``env`` (see the module docstring for the semantics).
+
+    A term evaluated again (the address of an access at every lane of a warp) is compiled
+    to a Python function of ``env`` the second time, when it only uses Int and Bool
+    variables, integer arithmetic, comparisons and connectives; that function computes the
+    same value in the same lazy order.  Whenever it cannot answer (a missing variable, a
+    division by zero, a value to coerce) the evaluator below answers instead, errors
+    included."""
+    env = env or {}
+    fn = _compiled(term)
+    if fn is not None:
+        try:
+            return fn(env)
+        except Exception:  # the evaluator gives the exact answer, or the exact error
+            pass
+    return _Evaluator(env, strict).value(term)
+
+
+# --------------------------------------------------------------------------- compiled terms
+
+_COMPILED: dict[Term, Any] = {}  # term -> function, or None where not compilable
+_SEEN: dict[Term, int] = {}
+_COMPILE_NODES = 2000  # tree nodes (shared subterms counted at each use)
+_COMPILE_DEPTH = 60  # nesting Python's parser accepts comfortably
+_CACHE_LIMIT = 1 << 13
+
+
+class _NotCompiled(Exception):
+    pass
+
+
+def _compiled(term: Term) -> Any:
+    got = _COMPILED.get(term, _NotCompiled)
+    if got is not _NotCompiled:
+        return got
+    seen = _SEEN.get(term, 0) + 1
+    if len(_SEEN) > _CACHE_LIMIT or len(_COMPILED) > _CACHE_LIMIT:
+        _SEEN.clear()
+        _COMPILED.clear()
+    if seen < 2:  # evaluated once so far: compiling would cost more than it saves
+        _SEEN[term] = seen
+        return None
+    _SEEN.pop(term, None)
+    try:
+        got = _compile(term)
+    except (_NotCompiled, SyntaxError, RecursionError, MemoryError):
+        got = None
+    _COMPILED[term] = got
+    return got
+
+
+def _lookup(env: Env, t: Term, is_bool: bool) -> Any:
+    """A variable's value as :meth:`_Evaluator.lookup_var` finds it, when no coercion is
+    needed (otherwise the evaluator takes over)."""
+    v = env[t] if t in env else env[t.params[0]]
+    if (v is True or v is False) if is_bool else type(v) is int:
+        return v
+    raise _NotCompiled
+
+
+_PY_COMPARE = {"<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+def _compile(term: Term) -> Any:
+    variables: dict[Term, str] = {}
+    budget = [_COMPILE_NODES]
+
+    def expr(t: Term, depth: int) -> str:
+        budget[0] -= 1
+        if budget[0] < 0 or depth > _COMPILE_DEPTH:
+            raise _NotCompiled
+        op, a = t.op, t.args
+        if op == "const":
+            v = t.params[0]
+            if t.sort.is_bool or t.sort.is_int:
+                return repr(v)
+            raise _NotCompiled
+        if op == "var":
+            if not (t.sort.is_int or t.sort.is_bool):
+                raise _NotCompiled
+            name = variables.get(t)
+            if name is None:
+                name = variables[t] = f"v{len(variables)}"
+            return name
+        args = [expr(x, depth + 1) for x in a] if op != "ite" else None
+        match op:
+            case "+":
+                return "(" + " + ".join(args) + ")"
+            case "*":
+                return "(" + " * ".join(args) + ")"
+            case "-":
+                return f"({args[0]} - {args[1]})"
+            case "neg":
+                return f"(-{args[0]})"
+            case "abs":
+                return f"abs({args[0]})"
+            case "div":
+                return f"_div({args[0]}, {args[1]})"
+            case "mod":
+                return f"_mod({args[0]}, {args[1]})"
+            case "<" | "<=" | ">" | ">=":
+                return f"({args[0]} {_PY_COMPARE[op]} {args[1]})"
+            case "=" if len(args) == 2 and (a[0].sort.is_int or a[0].sort.is_bool):
+                return f"({args[0]} == {args[1]})"
+            case "not":
+                return f"(not {args[0]})"
+            case "and":
+                return "(" + " and ".join(args) + ")"
+            case "or":
+                return "(" + " or ".join(args) + ")"
+            case "=>":
+                return f"((not {args[0]}) or {args[1]})"
+            case "xor":
+                return f"({args[0]} != {args[1]})"
+            case "ite" if t.sort.is_int or t.sort.is_bool:
+                c, x, y = (expr(v, depth + 1) for v in a)
+                return f"({x} if {c} else {y})"
+        raise _NotCompiled
+
+    body = expr(term, 0)
+    order = sorted(variables.items(), key=lambda item: int(item[1][1:]))
+    lines = [f"    {name} = _lookup(env, _vars[{i}], {t.sort.is_bool})" for i, (t, name) in enumerate(order)]
+    source = "def _f(env):\n" + "".join(line + "\n" for line in lines) + f"    return {body}\n"
+    namespace = {"_div": euclid_div, "_mod": euclid_mod, "_lookup": _lookup, "_vars": tuple(t for t, _ in order)}
+    exec(compile(source, "<argus term>", "exec"), namespace)  # source built from the term above
+    return namespace["_f"]
 
 
 def evaluate_all(
