@@ -48,7 +48,7 @@ from typing import Any
 import sympy
 
 from argus import symbolic
-from argus.abstract_interp import collectives, linear
+from argus.abstract_interp import collectives, linear, roles
 from argus.abstract_interp import memory as M
 from argus.abstract_interp import tags as TG
 from argus.abstract_interp.encoding import (
@@ -202,20 +202,6 @@ def _stages(address: Any, loops: tuple[Any, ...]) -> tuple[Any, tuple[tuple[Any,
     return address, tuple(found)
 
 
-#: a witness value of at most this many distinct subterms after normalization is used as it
-#: is; a larger one is named (its floor divisions and modulos did not fold away)
-SMALL_TERM = 24
-
-
-def _small(term: T.Term) -> bool:
-    count = 0
-    for _ in T.subterms(term):
-        count += 1
-        if count > SMALL_TERM:
-            return False
-    return True
-
-
 def _split_base(address: Any, variables: set[sympy.Symbol]) -> tuple[Any, Any]:
     """``(base, rest)`` with ``address == base + rest``: ``base`` the terms of none of ``variables``."""
     base = sympy.Add(*(t for t in sympy.Add.make_args(address) if not t.free_symbols & variables))
@@ -261,6 +247,7 @@ class Analysis:
             for view in M.views_in(op):
                 self.taint.setdefault(view.buffer.name, f"{reason} may write %{view.buffer.name}")
         global_written: set[str] = set()
+        multicast: list[Site] = []
         for site in self.program.sites:
             op = site.op
             try:
@@ -273,11 +260,7 @@ class Analysis:
                 continue
             self.accesses[site.index] = accesses
             if isinstance(op, N.Copy) and getattr(op, "multicast", None) is not None:
-                # a multicast box lands in every block of the mask: reads of it would have to be
-                # resolved to the copies of peer blocks, which this analysis does not do
-                where = f" at {op.loc}" if op.loc else ""
-                self.taint.setdefault(op.dst.buffer.name, f"multicast TMA copy{where}: the boxes peer blocks "
-                                      f"deliver into %{op.dst.buffer.name} are not resolved")
+                multicast.append(site)
             for write in M.writes(op):
                 buffer = write.view.buffer
                 launch = False
@@ -294,6 +277,17 @@ class Analysis:
             if isinstance(op, N.ReadIndex):
                 self.read_index_sites.setdefault(op.result, []).append(site)
                 self.encoder.instance_symbols.add(op.result)
+        for site in multicast:
+            # a multicast box lands in every block of the mask: reads of it resolve to the copy
+            # of the cluster block whose box holds the address (its rank is an instance variable)
+            # when every write of the buffer is such a copy (there is no program order between
+            # blocks to pick the last of several kinds of writes)
+            name = site.op.dst.buffer.name
+            if any(not (isinstance(w.site.op, N.Copy) and getattr(w.site.op, "multicast", None) is not None)
+                   for w in self.writers.get(name, [])):
+                where = f" at {site.op.loc}" if site.op.loc else ""
+                self.taint.setdefault(name, f"multicast TMA copy{where}: %{name} is also written by other ops; "
+                                      "the boxes peer blocks deliver into it are not resolved")
         swizzles: dict[str, set] = {}
         for site in self.program.sites:
             for acc in self.accesses.get(site.index, []):
@@ -377,6 +371,8 @@ class Analysis:
             block = self.encoder.block_vars(suffix)
             hyps += self.encoder.launch(block)
         values.update(block)
+        if self.multicast_writer(site):
+            values[N.CLUSTER_RANK] = self._read_index_value(N.CLUSTER_RANK, values)
         for loop in site.loops:
             if loops and loop.var in loops:
                 values[loop.var] = loops[loop.var]
@@ -491,7 +487,12 @@ class Analysis:
 
     def _read_index_value(self, symbol: sympy.Symbol, values: dict) -> T.Term | None:
         """The integer a ``ReadIndex`` read: an uninterpreted function of the address (of an
-        index tensor the kernel never writes), at the definition in the same unrolled copy."""
+        index tensor the kernel never writes), at the definition in the same unrolled copy.
+        The cluster rank is that of the instance's block."""
+        if symbol is N.CLUSTER_RANK and all(b in values for b in self.block_ids):
+            from argus.abstract_interp.mbarrier import rank_term
+
+            return rank_term(self.kernel, [values[b] for b in self.block_ids])
         sites = self.read_index_sites.get(symbol)
         if not sites:
             return None
@@ -528,12 +529,20 @@ class Analysis:
         out = []
         site, view = writer.site, writer.view
         if not writer.launch and view.buffer.space is not N.MemorySpace.REGISTER:
-            out.append(Variable(self.tid, self.encoder.threads))
+            span = roles.role_threads(site, self.tid, self.encoder.threads)  # a warp role's threads
+            first, end = span if span is not None else (0, self.encoder.threads)
+            out.append(Variable(self.tid, end - first, first))
         for loop in site.loops:
             out.append(Variable(loop.var, loop.trip_count(), loop.start, loop.step))
         for sym, extent in zip(self._coord_symbols(view), view_extents(view)):
             out.append(Variable(sym, extent))
+        if self.multicast_writer(site):  # which block of the cluster issued the box
+            out.append(Variable(N.CLUSTER_RANK, math.prod(self.kernel.launch.cluster)))
         return out
+
+    @staticmethod
+    def multicast_writer(site: Site) -> bool:
+        return isinstance(site.op, N.Copy) and getattr(site.op, "multicast", None) is not None
 
     def witness(self, writer: Writer) -> Witness | str:
         """How to recover the writer's instance from an address (or why it cannot be)."""
@@ -655,6 +664,12 @@ class Analysis:
             binding.update(zip(COORD_TARGETS, logical))
         for sym, expr in witness.values.items():
             values[sym] = self._named(f"w{writer.site.index}.{sym.name}", self.encoder.term(writer.site.expr(expr), binding))
+        if N.CLUSTER_RANK in witness.values and all(s in values for s in self.block_ids):
+            # a multicast box: written by the block of the witnessed rank in the reader's cluster
+            from argus.abstract_interp.mbarrier import peer_block
+
+            values.update(zip(self.block_ids, peer_block(self.kernel, [values[s] for s in self.block_ids],
+                                                         values[N.CLUSTER_RANK])))
         if witness.latest:
             if reader is None:
                 raise EncodingError("a reused write needs its reader")
@@ -751,24 +766,15 @@ class Analysis:
         names = self.__dict__.setdefault("_witness_names", {})
         got = names.get(term)
         if got is None:
-            original = term
-            term = self.simplify(term)
-            if _small(term):
-                names[original] = term
+            term = linear.simplify(term, self.__dict__.setdefault("_linear_memo", {}))
+            if term.op in ("const", "var"):
+                names[term] = term
                 return term
             lo, hi = _interval(term)  # bounds of the definition, declared on its variable
             label = f"{name}#{len(names)}"
-            got = names[original] = names[term] = T.int_var(label, lo, hi)
+            got = names[term] = T.int_var(label, lo, hi)
             self.__dict__.setdefault("definitions", {})[label] = (got, term)
         return got
-
-    def simplify(self, term: T.Term) -> T.Term:
-        """``term`` linearly normalized (:func:`argus.abstract_interp.linear.simplify`), with
-        one memo for the whole analysis."""
-        return linear.simplify(term, self.__dict__.setdefault("_linear_memo", {}))
-
-    def simplify_tag(self, tag: TG.TagValue) -> TG.TagValue:
-        return TG.TagValue(self.simplify(tag.length), tuple(self.simplify(f) for f in tag.fields))
 
     def _latest_iterations(self, writer: Writer, witness: Witness, reader: Instance,
                            values: dict) -> dict[sympy.Symbol, T.Term]:
@@ -953,16 +959,9 @@ class Analysis:
                 from argus.abstract_interp import asynchrony
 
                 hit = T.and_(hit, asynchrony.delivered_to(self, inst, reader))
-            hit = self.simplify(hit)
+            elif self.multicast_writer(writer.site):
+                raise EncodingError("a multicast box read where no mbarrier phase pins the issuing iteration")
             written = self.written_tag(writer, inst)
-            written = Resolution(self.simplify_tag(written.tag), written.initialized, written.lemmas,
-                                 written.approximations, written.branches)
-            if any(inst.values.get(lp.var) in delivered for lp in writer.site.loops) and \
-                    math.prod(self.kernel.launch.cluster) > 1:
-                where = f" at {writer.site.op.loc}" if writer.site.op.loc else ""
-                written = Resolution(written.tag, written.initialized, written.lemmas, (
-                    *written.approximations, f"the phases of the TMA stage{where} are counted per block, "
-                    "not across the blocks of the cluster"))
         except (EncodingError, T.TermError) as err:
             reason = f"cannot encode the write at {writer.site.describe()}: {err.message}"
             return (writer, self.havoc_bool("hit"), None,

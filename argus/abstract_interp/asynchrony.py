@@ -36,7 +36,15 @@ property            VC
 ``wgmma``           per ordinary access of a wgmma accumulator, against every earlier wgmma
                     instance of the thread on it: its group (wgmma commits before it) is
                     below ``commits − n`` of the thread's latest ``wgmma.wait_group(n)``
+``cluster``         per remote arrive: a cluster barrier that every thread passes follows it (the
+                    target block does not exit before the arrive)
 ==================  ========================================================================
+
+In a cluster the VCs follow the other blocks: a multicast copy's instance ranges over the
+blocks whose mask names the reader's block (block barriers order nothing across blocks), a
+round of an mbarrier element counts the peers' remote arrives that target the block, and a
+reader's release into another block is a remote arrive that targets it or a multicast copy
+that lands in it (see :mod:`~argus.abstract_interp.mbarrier`).
 
 Warp roles, register budgets and named barriers are in :mod:`~argus.abstract_interp.roles`;
 the closed forms of mbarrier phases in :mod:`~argus.abstract_interp.mbarrier`.
@@ -53,7 +61,15 @@ from argus import symbolic
 from argus.abstract_interp import memory as M
 from argus.abstract_interp import roles as R
 from argus.abstract_interp.encoding import EncodingError, Instance, view_extents
-from argus.abstract_interp.mbarrier import Counter, NotModelled, bar_view, element_expr
+from argus.abstract_interp.mbarrier import (
+    Counter,
+    NotModelled,
+    bar_view,
+    cluster_size,
+    element_expr,
+    peer_block,
+    rank_term,
+)
 from argus.abstract_interp.program import Site, common_loops
 from argus.ir import nodes as N
 from argus.smt import terms as T
@@ -149,6 +165,10 @@ class Model:
     init_fences: list[Site] = field(default_factory=list)
     proxy_fences: list[Site] = field(default_factory=list)
     async_writers: dict[str, list[Site]] = field(default_factory=dict)  # buffer -> cp.async / TMA loads
+    #: remote arrive site index -> the local arrive site whose round it joins (see ``_rounds``)
+    round_of: dict[int, Site] = field(default_factory=dict)
+    #: remote arrive site index -> why it joins no local round (its VCs are ``unknown``)
+    unmatched: dict[int, str] = field(default_factory=dict)
 
 
 def model(analysis: Any) -> Model:
@@ -191,8 +211,89 @@ def model(analysis: Any) -> Model:
                 m.init_fences.append(site)
             case N.Fence(fence="proxy.async"):
                 m.proxy_fences.append(site)
+    _rounds(m)
     analysis.__dict__["_async_model"] = m
     return m
+
+
+def _rounds(m: Model) -> None:
+    """Join each remote arrive (on a peer's mbarrier) to the round of the latest local arrive
+    before it on the same mbarrier element, in the same loop body and branch: a round of an
+    element is then one execution of the local site by this block's threads together with the
+    executions of its remote sites by the peers that target this block."""
+    for site in m.arrives:
+        if not remote(m, site):
+            continue
+        view = m.bars[site.index]
+        elem = element_expr(site, view)
+        local = [s for s in m.arrives if s.index < site.index and not remote(m, s)
+                 and m.bars[s.index].buffer.name == view.buffer.name and s.loops == site.loops
+                 and [id(c) for c in s.conditions] == [id(c) for c in site.conditions]
+                 and sympy.simplify(element_expr(s, m.bars[s.index]) - elem) == 0]
+        if local:
+            m.round_of[site.index] = local[-1]
+        else:
+            m.unmatched[site.index] = (f"the remote arrive at {site.op.loc} on %{view.buffer.name} follows no local "
+                                       "arrive on the same element in its loop body (its round is not modelled)")
+
+
+def remote(m: Model, site: Site) -> bool:
+    """An arrive on a peer block's mbarrier (a view with a cluster rank)."""
+    return isinstance(site.op, N.MbarrierArrive) and m.bars[site.index].rank is not None
+
+
+def multicast(op: N.Op) -> bool:
+    return isinstance(op, N.Copy) and op.atom == "tma.load" and getattr(op, "multicast", None) is not None
+
+
+# --------------------------------------------------------------------------- clusters
+
+
+def block_rank(a: Any, values: dict) -> T.Term:
+    """The cluster rank of the block of ``values``."""
+    return rank_term(a.kernel, [values[s] for s in a.block_ids])
+
+
+def peer_values(a: Any, values: dict, rank: T.Term) -> dict:
+    """``values`` moved to the block of cluster rank ``rank`` in the same cluster."""
+    out = {k: v for k, v in values.items() if k is not N.CLUSTER_RANK}
+    out.update(zip(a.block_ids, peer_block(a.kernel, [values[s] for s in a.block_ids], rank)))
+    return out
+
+
+def same_block(a: Any, x: dict, y: dict) -> T.Term:
+    return T.and_(*(T.eq(x[s], y[s]) for s in a.block_ids))
+
+
+def _target(a: Any, m: Model, site: Site, values: dict) -> T.Term:
+    """The cluster rank whose mbarrier a remote arrive instance signals."""
+    return a.encoder.term(site.expr(m.bars[site.index].rank), values)
+
+
+def multicast_masks(a: Any, copy: Site) -> list[int]:
+    """The multicast mask of a copy per issuing cluster rank (constants)."""
+    masks = []
+    for p in range(cluster_size(a.kernel)):
+        value = symbolic.static_value(sympy.sympify(copy.expr(copy.op.multicast)).xreplace({N.CLUSTER_RANK: p}))
+        if value is None:
+            raise NotModelled(f"the multicast mask of the TMA copy at {copy.op.loc} is not a constant per rank")
+        masks.append(int(value))
+    return masks
+
+
+def delivers(a: Any, copy: Site, issuer: T.Term, destination: T.Term) -> T.Term:
+    """The copy issued by the block of cluster rank ``issuer`` lands in the block of rank
+    ``destination`` (its mask has that bit; without multicast: the issuing block only)."""
+    if not multicast(copy.op):
+        return T.eq(issuer, destination)
+    options = [T.and_(T.eq(issuer, p), T.eq(destination, r))
+               for p, mask in enumerate(multicast_masks(a, copy)) for r in range(cluster_size(a.kernel))
+               if mask >> r & 1]
+    return T.or_(*options) if options else T.FALSE
+
+
+def rank_var(a: Any, name: str) -> T.Term:
+    return T.int_var(f"rank{name}", 0, cluster_size(a.kernel) - 1)
 
 
 # --------------------------------------------------------------------------- entry point
@@ -208,6 +309,8 @@ def properties(b: Any, site: Site) -> None:
         makers.append(_initialized)
     if isinstance(op, N.MbarrierArrive):
         makers += [_arrivals, _expect_tx]
+        if remote(m, site):
+            makers.append(_outlived)
     if isinstance(op, N.MbarrierWait):
         makers += [_phase, _lag]
     if isinstance(op, N.Copy) and op.atom == "tma.load":
@@ -280,14 +383,30 @@ def _issues(a: Any, inst: Instance) -> T.Term:
     return a.value(inst, R.issue_path(inst.site))
 
 
+def _round_sites(m: Model, bar: str) -> list[Site]:
+    """The arrive sites on ``bar`` that open a round (remote arrives join a local one's)."""
+    out = []
+    for s in m.arrives:
+        if m.bars[s.index].buffer.name != bar:
+            continue
+        if s.index in m.unmatched:
+            raise NotModelled(m.unmatched[s.index])
+        if not remote(m, s):
+            out.append(s)
+    return out
+
+
 def _rounds_before(a: Any, m: Model, bar: str, at: Instance, element: T.Term) -> T.Term:
-    """Rounds of arrivals on ``bar[element]`` before ``at``."""
-    sites = [s for s in m.arrives if m.bars[s.index].buffer.name == bar]
+    """Rounds of arrivals on ``bar[element]`` before ``at`` (for a remote arrive: before the
+    local arrive whose round it joins)."""
+    sites = _round_sites(m, bar)
+    if at.site.index in m.round_of:
+        at = Instance(m.round_of[at.site.index], at.values)
     return m.counter.total(sites, at, element, m.bars)
 
 
 def _rounds_total(a: Any, m: Model, bar: str, values: dict, element: T.Term) -> T.Term:
-    sites = [s for s in m.arrives if m.bars[s.index].buffer.name == bar]
+    sites = _round_sites(m, bar)
     parts = [m.counter.count_before(s, None, element, element_expr(s, m.bars[s.index]), values) for s in sites]
     return T.add(*parts) if parts else T.int_const(0)
 
@@ -344,11 +463,22 @@ def delivered_to(a: Any, copy: Instance, reader: Instance) -> T.Term:
     """The TMA ``copy`` instance is the one whose data ``reader`` sees at its address: it
     joined the phase of its mbarrier element that the reader's latest wait observed.  (For read
     resolution across loops — a consumer role reading what a producer role's loop loaded — the
-    copy's iteration is pinned by this equation, not by program order.)"""
+    copy's iteration is pinned by this equation, not by program order.)
+
+    A multicast copy may be another block's: its instance carries the issuing block and its
+    rank, which the mask must send to the reader's block.  It joins the phase of the reader's
+    mbarrier element that its issuer's own count names: the blocks of a cluster run the same
+    program, and the ``async`` and ``phase`` VCs (which follow remote arrives and multicast
+    copies across the blocks) order the copies of later rounds after the reader's release."""
     m = model(a)
     bar = m.bars[copy.site.index].buffer.name
     element = _element(a, m, copy.site, dict(copy.values))
-    return T.eq(copy_phase(a, m, copy), observed(a, m, reader, bar, element))
+    out = T.eq(copy_phase(a, m, copy), observed(a, m, reader, bar, element))
+    if multicast(copy.site.op):
+        issuer = copy.values.get(N.CLUSTER_RANK, block_rank(a, copy.values))
+        out = T.and_(out, T.le(0, issuer), T.lt(issuer, cluster_size(a.kernel)),
+                     delivers(a, copy.site, issuer, block_rank(a, reader.values)))
+    return out
 
 
 # --------------------------------------------------------------------------- mbarrier VCs
@@ -364,6 +494,8 @@ def _initialized(b: Any, site: Site) -> None:
     hyps.append(_issues(a, inst))
     element = _element(a, m, site, dict(inst.values))
     tma = isinstance(site.op, N.Copy)
+    # a remote arrive, or a multicast copy that also signals the peers' mbarriers
+    peer = bar.rank is not None or multicast(site.op)
     if any(s.loops for s in m.inits if m.bars[s.index].buffer.name == bar.buffer.name) or \
             any(f.loops for f in m.init_fences):
         raise NotModelled(f"%{bar.buffer.name} is initialized (or fenced) inside a symbolic loop")
@@ -379,10 +511,14 @@ def _initialized(b: Any, site: Site) -> None:
             fence_threads = R.executing_threads(a, fence, dict(inst.values))
             if fence_threads is not None and init_threads is not None and not set(init_threads) <= set(fence_threads):
                 continue
-            barrier_between = T.or_(T.gt(a.epoch(inst), a.value(Instance(fence, inst.values), fence.epoch)),
-                                    T.bool_const(_cluster_barrier_between(a, fence, site)))
-            own = (T.FALSE if tma or init_threads is None
-                   else T.or_(*(T.eq(inst.values[a.tid], t) for t in init_threads)))
+            cluster = T.bool_const(_cluster_barrier_between(a, fence, site))
+            if peer:  # a peer's init is ordered before this use by a cluster barrier only
+                barrier_between, own = cluster, T.FALSE
+            else:
+                barrier_between = T.or_(T.gt(a.epoch(inst), a.value(Instance(fence, inst.values), fence.epoch)),
+                                        cluster)
+                own = (T.FALSE if tma or init_threads is None
+                       else T.or_(*(T.eq(inst.values[a.tid], t) for t in init_threads)))
             options.append(T.and_(T.eq(element, e_init), T.or_(barrier_between, own)))
     goal = T.or_(*options) if options else T.FALSE
     what = "a TMA copy completing on" if tma else f"{site.op.kind} of"
@@ -398,6 +534,27 @@ def _cluster_barrier_between(a: Any, first: Site, second: Site) -> bool:
                and not s.conditions for s in a.program.sites)
 
 
+def _outlived(b: Any, site: Site) -> None:
+    """A remote arrive is ordered before the target block's exit: a cluster barrier that every
+    thread of the cluster passes (outside loops and branches) follows it.  Without one the
+    target may exit (its shared memory freed) while the arrive is still to come."""
+    a = b.analysis
+    m = model(a)
+    later = [s for s in a.program.sites if isinstance(s.op, N.ClusterBarrier) and s.index > site.index
+             and not s.loops and not s.conditions]
+    inst, hyps = a.fresh(site)
+    hyps.append(_issues(a, inst))
+    roles = _roles(a, inst)
+    name = m.bars[site.index].buffer.name
+    message = (f"the remote arrive on the peer's %{name} is ordered before the peer exits (a cluster barrier "
+               "follows it)")
+    if later:
+        b.add("cluster", site, hyps, T.TRUE, message, roles,
+              structural=f"the cluster barrier at {later[0].op.loc} follows it")
+    else:
+        b.add("cluster", site, hyps, T.FALSE, message, roles)
+
+
 def _arrivals(b: Any, site: Site) -> None:
     """Every round of arrivals on the element brings exactly its init count."""
     a = b.analysis
@@ -405,10 +562,22 @@ def _arrivals(b: Any, site: Site) -> None:
     op: N.MbarrierArrive = site.op
     if not op.count:
         return
+    if site.index in m.unmatched:
+        raise NotModelled(m.unmatched[site.index])
+    if site.index in m.round_of:
+        return  # its arrivals are counted in the round of its local arrive
     bar = m.bars[site.index]
     inst, hyps = a.fresh(site)
     values = dict(inst.values)
     arrived = R.thread_sum(a, site, values, op.count)
+    here = block_rank(a, values)
+    for member in (s for s in m.arrives if m.round_of.get(s.index) is site):
+        # the peers (any rank of the cluster, this block's own included) whose remote arrive
+        # in the same iteration targets this block
+        for p in range(cluster_size(a.kernel)):
+            theirs = peer_values(a, values, T.int_const(p))
+            arrived = T.add(arrived, T.ite(T.eq(_target(a, m, member, theirs), here),
+                                           R.thread_sum(a, member, theirs, member.op.count), 0))
     element = _element(a, m, site, values)
     count = _init_count(a, m, bar.buffer.name, element, site)
     roles = _roles(a, inst)
@@ -470,18 +639,10 @@ def _senders(a: Any, copy: Site, values: dict, hyps: list) -> Any:
     """How many blocks' copies land in this block's barrier: 1 without multicast; with a
     multicast mask, the blocks of the cluster (all issuing the copy) whose mask has this
     block's rank."""
-    mask = copy.op.multicast
-    if mask is None:
+    if copy.op.multicast is None:
         return 1
-    size = 1
-    for d in a.kernel.launch.cluster:
-        size *= int(d)
-    masks = []
-    for p in range(size):
-        m = symbolic.static_value(sympy.sympify(copy.expr(mask)).xreplace({N.CLUSTER_RANK: p}))
-        if m is None:
-            raise NotModelled(f"the multicast mask of the TMA copy at {copy.op.loc} is not a constant per rank")
-        masks.append(m)
+    size = cluster_size(a.kernel)
+    masks = multicast_masks(a, copy)
     rank = a.encoder.term(N.CLUSTER_RANK, values)
     hyps.append(T.and_(T.le(0, rank), T.lt(rank, size)))
     out: Any = 0
@@ -585,14 +746,23 @@ def _lag(b: Any, site: Site) -> None:
     block = _block(a, inst)
     early = []
     for arrive in (s for s in m.arrives if m.bars[s.index].buffer.name == bar):
-        r, more = a.fresh(arrive, f"'lag{arrive.index}", block=block)
+        if not remote(m, arrive):
+            r, more = a.fresh(arrive, f"'lag{arrive.index}", block=block)
+        else:  # a peer's remote arrive that targets this block
+            issuer = rank_var(a, f"'lag{arrive.index}")
+            theirs = {s: v for s, v in peer_values(a, block, issuer).items() if s in a.block_ids}
+            r, more = a.fresh(arrive, f"'lag{arrive.index}", block=theirs)
+            more = [*more, T.eq(_target(a, m, arrive, dict(r.values)), block_rank(a, block))]
         e_r = _element(a, m, arrive, dict(r.values))
         round_ = _rounds_before(a, m, bar, r, e_r)
         active = T.and_(_issues(a, r), T.eq(e_r, element), T.eq(round_, T.add(phase, 1)), *more)
         if active is T.FALSE:
             continue
-        own = T.and_(T.eq(r.values[a.tid], inst.values[a.tid]), a.precedes(inst, r))
-        ordered = T.or_(own, T.gt(a.epoch(r), a.epoch(inst)), _released(a, m, inst, False, r))
+        if remote(m, arrive):
+            ordered = _released(a, m, inst, False, r)
+        else:
+            own = T.and_(T.eq(r.values[a.tid], inst.values[a.tid]), a.precedes(inst, r))
+            ordered = T.or_(own, T.gt(a.epoch(r), a.epoch(inst)), _released(a, m, inst, False, r))
         early.append(T.and_(active, T.not_(ordered)))
     if not early:
         return
@@ -667,12 +837,17 @@ def _visibility(b: Any, site: Site) -> None:
             here = inst.bind(coords)
             hyps = hyps + more
         for w in m.async_writers[view.buffer.name]:
-            winst, more = a.fresh(w, f"'w{rank[id(w)]}", view=w.op.dst, block=block, tid=shared_tid,
+            wblock, sent = block, []
+            if multicast(w.op):  # the copy of any block of the cluster whose mask has this block
+                issuer = rank_var(a, f"'w{rank[id(w)]}")
+                wblock = {s: v for s, v in peer_values(a, block, issuer).items() if s in a.block_ids}
+                sent = [delivers(a, w, issuer, block_rank(a, block))]
+            winst, more = a.fresh(w, f"'w{rank[id(w)]}", view=w.op.dst, block=wblock, tid=shared_tid,
                                   loops=shared_loops)
             dst = a.accesses[w.index][1]
             same = T.eq(a.key(here, view), a.key(winst, w.op.dst))
             active = T.and_(a.active(here, access), _issues(a, here), a.active(winst, dst), _issues(a, winst),
-                            same, *more)
+                            same, *sent, *more)
             if active is T.FALSE:
                 continue
             if w.op.atom == "tma.load":
@@ -699,11 +874,22 @@ def _tma_ordered(a: Any, m: Model, reader: Instance, wgmma: bool, copy: Instance
     seen = T.le(copy_phase(a, m, copy), observed(a, m, reader, bar, element))
     # an ordinary access is also ordered before a copy issued after a block barrier that follows it
     later = T.FALSE if wgmma else T.gt(a.epoch(copy), a.epoch(reader))
+    if multicast(copy.site.op):  # block barriers order the own block only
+        later = T.and_(same_block(a, reader.values, copy.values), later)
     return T.or_(seen, _released(a, m, reader, wgmma, copy), later)
 
 
 def _released(a: Any, m: Model, reader: Instance, wgmma: bool, writer: Instance) -> T.Term:
-    """The writer's thread observed, before the write, the round of the reader's release."""
+    """The writer's thread observed, before the write, the round of the reader's release.
+
+    Within a block the release is the reader's first arrive after the read (after the
+    ``wgmma.wait_group`` that retires a wgmma read), or the next iteration's first arrive.  A
+    writer in another block of the cluster (a multicast copy, a remote arrive) observes only
+    its own block's mbarriers: there the release is a later remote arrive of the reader that
+    targets the writer's block, or a later multicast copy of the reader's thread that lands in
+    it, and its round is the one the reader's block counts (every block of a cluster runs the
+    same program, so the rounds of an element agree; the ``async`` and ``phase`` VCs of the
+    other blocks order the rounds that would not)."""
     guards = {m.bars[w.index].buffer.name for w in m.waits
               if w.index < writer.site.index and tuple(w.loops) == common_loops(w, writer.site)}
     if not guards:
@@ -715,9 +901,13 @@ def _released(a: Any, m: Model, reader: Instance, wgmma: bool, writer: Instance)
         if not retire:
             return T.FALSE
         start = retire[0].index
-    releases = [s for s in m.arrives if m.bars[s.index].buffer.name in guards and s.loops == site.loops]
+    clustered = cluster_size(a.kernel) > 1
+    here = same_block(a, reader.values, writer.values) if clustered else T.TRUE
+    releases = [s for s in m.arrives if m.bars[s.index].buffer.name in guards and s.loops == site.loops
+                and not remote(m, s)]
     after = [s for s in releases if s.index > start]
     values = dict(reader.values)
+    options = []
     if after:
         release = after[0]
     elif releases and site.loops:
@@ -725,17 +915,37 @@ def _released(a: Any, m: Model, reader: Instance, wgmma: bool, writer: Instance)
         loop = site.loops[-1]
         values[loop.var] = T.add(values[loop.var], loop.step)
     else:
-        return T.FALSE
-    at = Instance(release, values)
-    name = m.bars[release.index].buffer.name
-    element = _element(a, m, release, values)
-    rho = _rounds_before(a, m, name, at, element)
-    in_range = T.TRUE
-    if release is not (after[0] if after else None) and site.loops:
-        loop = site.loops[-1]
-        in_range = T.lt(values[loop.var], a.encoder.term(loop.stop, dict(reader.values)))
-    return T.and_(in_range, _thread_path(a, release, values),
-                  T.ge(observed(a, m, writer, name, element), rho))
+        release = None
+    if release is not None:
+        at = Instance(release, values)
+        name = m.bars[release.index].buffer.name
+        element = _element(a, m, release, values)
+        rho = _rounds_before(a, m, name, at, element)
+        in_range = T.TRUE
+        if release is not (after[0] if after else None) and site.loops:
+            loop = site.loops[-1]
+            in_range = T.lt(values[loop.var], a.encoder.term(loop.stop, dict(reader.values)))
+        options.append(T.and_(here, in_range, _thread_path(a, release, values),
+                              T.ge(observed(a, m, writer, name, element), rho)))
+    if clustered:
+        there = block_rank(a, writer.values)
+        values = dict(reader.values)
+        for s in m.arrives + m.tma_loads:
+            if s.index <= start or s.loops != site.loops or m.bars[s.index].buffer.name not in guards:
+                continue
+            name = m.bars[s.index].buffer.name
+            at = Instance(s, values)
+            element = _element(a, m, s, values)
+            if isinstance(s.op, N.MbarrierArrive) and remote(m, s):
+                reaches = T.eq(_target(a, m, s, values), there)
+                rho = _rounds_before(a, m, name, at, element)
+            elif multicast(s.op):
+                reaches = T.and_(T.not_(here), delivers(a, s, block_rank(a, values), there))
+                rho = copy_phase(a, m, at)
+            else:
+                continue
+            options.append(T.and_(reaches, _thread_path(a, s, values), T.ge(observed(a, m, writer, name, element), rho)))
+    return T.or_(*options) if options else T.FALSE
 
 
 def _cp_async_ordered(a: Any, m: Model, reader: Instance, copy: Instance) -> T.Term:
@@ -899,5 +1109,5 @@ def _descriptor(b: Any, site: Site) -> None:
               structural=None if mismatched else "the operand's swizzle equals every filling TMA box's")
 
 
-_PROPERTY_OF = {_accumulators: "wgmma", _initialized: "mbarrier", _arrivals: "mbarrier", _expect_tx: "expect-tx", _armed: "expect-tx",
+_PROPERTY_OF = {_outlived: "cluster", _accumulators: "wgmma", _initialized: "mbarrier", _arrivals: "mbarrier", _expect_tx: "expect-tx", _armed: "expect-tx",
                 _phase: "phase", _lag: "phase", _visibility: "async", _proxy: "proxy", _descriptor: "descriptor"}

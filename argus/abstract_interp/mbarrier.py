@@ -20,6 +20,17 @@ the loop counters, so every VC stays quantifier-free:
 * a thread's **release** of what it read is its first arrive after the read (after the
   ``wgmma.wait_group`` that retires it, for a wgmma operand), and the round of that arrive.
 
+Clusters.  ``cluster_rank`` is the rank of the instance's block (:func:`rank_term`) and a peer
+is the block of another rank in the same cluster (:func:`peer_block`).  A **remote arrive**
+(on a peer's mbarrier, a view with a rank) joins the round of the local arrive before it on
+the same element in the same loop body: one round of a block's element is its own threads'
+local arrive together with the remote arrives of the peers that target the block, and the
+``arrivals`` VC sums both.  A **multicast** copy joins, in every block of its mask, the phase
+its issuer's own count names (the blocks run the same program with the same trip counts; the
+``async`` and waiter-lag VCs order the cross-block rounds that this relies on).  A release
+into another block is a later remote arrive that targets it or a later multicast copy that
+lands in it.
+
 Shapes outside this (nested loops around an arrive, conditions on the counter, elements that
 are not periodic in the counter) raise :class:`NotModelled`, which the properties report as
 ``unknown`` with the reason.
@@ -34,14 +45,52 @@ from typing import Any
 import sympy
 
 from argus import symbolic
-from argus.abstract_interp.encoding import Instance
+from argus.abstract_interp.encoding import EncodingError, Instance
 from argus.abstract_interp.program import Site
 from argus.ir import nodes as N
 from argus.smt import terms as T
 
 
-class NotModelled(Exception):
-    """A shape of synchronisation the closed forms do not cover (the VC is ``unknown``)."""
+class NotModelled(EncodingError):
+    """A shape of synchronisation the closed forms do not cover (the VC is ``unknown``; a read
+    resolved through it is havocked with the reason)."""
+
+
+# --------------------------------------------------------------------------- clusters
+
+
+def cluster_shape(kernel: N.Kernel) -> tuple[int, int, int]:
+    shape = (*(int(c) for c in kernel.launch.cluster), 1, 1, 1)
+    return shape[:3]  # type: ignore[return-value]
+
+
+def cluster_size(kernel: N.Kernel) -> int:
+    cx, cy, cz = cluster_shape(kernel)
+    return cx * cy * cz
+
+
+def rank_term(kernel: N.Kernel, block: list[T.Term]) -> T.Term:
+    """The cluster rank of a block (x fastest, as ``%cluster_ctarank``)."""
+    out: T.Term = T.int_const(0)
+    scale = 1
+    for b, c in zip(block, cluster_shape(kernel)):
+        if c > 1:
+            out = T.add(out, T.mul(scale, T.floormod(b, c)))
+        scale *= c
+    return out
+
+
+def peer_block(kernel: N.Kernel, block: list[T.Term], rank: T.Term) -> list[T.Term]:
+    """The block ids of the block with cluster rank ``rank`` in ``block``'s cluster."""
+    out, scale = [], 1
+    for b, c in zip(block, cluster_shape(kernel)):
+        if c == 1:
+            out.append(b)
+        else:
+            digit = T.floormod(T.floordiv(rank, scale), c) if scale > 1 else T.floormod(rank, c)
+            out.append(T.add(T.sub(b, T.floormod(b, c)), digit))
+        scale *= c
+    return out
 
 
 def element_expr(site: Site, view: N.View) -> Any:

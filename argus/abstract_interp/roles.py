@@ -98,6 +98,27 @@ def role_of(site: Site) -> N.WarpRole | None:
     return None
 
 
+_ROLE_THREADS: dict[tuple[Any, Any, int], tuple[int, int] | None] = {}
+
+
+def role_threads(site: Site, tid: Any, threads: int) -> tuple[int, int] | None:
+    """``(first, end)``: the threads of the block that run the warp roles around ``site``, when
+    they are one contiguous range narrower than the block (``None`` otherwise).  A write's
+    witness solves for a thread of that range: an address that depends on the thread only
+    within its warpgroup (``tid % 128``) then names the role's thread, not one of another role."""
+    roles = [c for c in site.conditions if c.what == "role"]
+    if not roles:
+        return None
+    cond = sympy.And(*(c.expr for c in roles))
+    key = (cond, tid, threads)
+    if key not in _ROLE_THREADS:
+        inside = [t for t in range(threads) if bool(cond.xreplace({tid: t}))]
+        span = (inside[0], inside[-1] + 1) if inside else None
+        ok = span is not None and len(inside) == span[1] - span[0] and span != (0, threads)
+        _ROLE_THREADS[key] = span if ok else None
+    return _ROLE_THREADS[key]
+
+
 def _accumulators(a: Any) -> dict[str, N.WarpRole | None]:
     """Register buffers used as MMA accumulators, with the role of the MMA."""
     got = a.__dict__.get("_accumulators")

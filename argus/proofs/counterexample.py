@@ -56,6 +56,7 @@ INTERPRETER_KINDS: dict[str, frozenset[str]] = {
     "registers": frozenset({"collective"}),
     "wgmma": frozenset({"async"}),
     "coverage": frozenset({"coverage"}),
+    "cluster": frozenset({"cluster"}),
 }
 
 #: replay refuses launches whose tensors hold more elements than this
