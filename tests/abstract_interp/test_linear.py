@@ -58,3 +58,39 @@ def linear_terms(draw, depth=3):
 @given(linear_terms())
 def test_simplify_is_an_identity_on_the_declared_ranges(term):
     _check_identity(term, simplify(term), [("t", range(0, 128, 3)), ("c", range(4))])
+
+
+@st.composite
+def comparisons(draw):
+    x, y = draw(linear_terms(depth=2)), draw(linear_terms(depth=2))
+    make = draw(st.sampled_from([T.eq, T.lt, T.le, T.gt, T.ge]))
+    atom = make(x, y)
+    kind = draw(st.sampled_from(["atom", "not", "and", "ite"]))
+    if kind == "not":
+        return T.not_(atom)
+    if kind == "and":
+        return T.and_(atom, T.le(draw(linear_terms(depth=1)), draw(st.integers(-5, 40))))
+    if kind == "ite":
+        return T.eq(T.ite(atom, x, y), draw(linear_terms(depth=1)))
+    return atom
+
+
+@settings(max_examples=80, deadline=None)
+@given(comparisons())
+def test_comparisons_and_connectives_are_identities_on_the_declared_ranges(term):
+    _check_identity(term, simplify(term), [("t", range(0, 128, 3)), ("c", range(4))])
+
+
+def test_an_equation_splits_at_a_modulus_its_remainder_cannot_reach():
+    k, k2 = T.int_var("k", 0, None), T.int_var("k2", 0, None)
+    bx, bx2 = T.int_var("bx", 0, 3), T.int_var("bx2", 0, 3)
+    u, u2 = T.int_var("u", 0, 63), T.int_var("u2", 0, 63)
+    same = T.eq(T.add(T.mul(256, k), T.mul(64, bx), u), T.add(T.mul(256, k2), T.mul(64, bx2), u2))
+    folded = simplify(same)
+    # tile offset, block offset and offset inside the tile equal apart: no search over k
+    assert folded.op == "and" and {str(p) for p in folded.args} == {"(= u u2)", "(= bx bx2)", "(= k k2)"}
+    ranges = [("k", range(3)), ("k2", range(3)), ("bx", range(4)), ("bx2", range(4)), ("u", (0, 5, 63)),
+              ("u2", (0, 5, 63))]
+    _check_identity(same, folded, ranges)
+    assert str(simplify(T.eq(T.mul(4, c), 6))) == "false"  # 2 divides the left side, not 6
+    assert str(simplify(T.lt(c, 4))) == "true" and str(simplify(T.gt(c, 3))) == "false"
