@@ -202,6 +202,20 @@ def _stages(address: Any, loops: tuple[Any, ...]) -> tuple[Any, tuple[tuple[Any,
     return address, tuple(found)
 
 
+#: a witness value of at most this many distinct subterms after normalization is used as it
+#: is; a larger one is named (its floor divisions and modulos did not fold away)
+SMALL_TERM = 24
+
+
+def _small(term: T.Term) -> bool:
+    count = 0
+    for _ in T.subterms(term):
+        count += 1
+        if count > SMALL_TERM:
+            return False
+    return True
+
+
 def _split_base(address: Any, variables: set[sympy.Symbol]) -> tuple[Any, Any]:
     """``(base, rest)`` with ``address == base + rest``: ``base`` the terms of none of ``variables``."""
     base = sympy.Add(*(t for t in sympy.Add.make_args(address) if not t.free_symbols & variables))
@@ -766,15 +780,24 @@ class Analysis:
         names = self.__dict__.setdefault("_witness_names", {})
         got = names.get(term)
         if got is None:
-            term = linear.simplify(term, self.__dict__.setdefault("_linear_memo", {}))
-            if term.op in ("const", "var"):
-                names[term] = term
+            original = term
+            term = self.simplify(term)
+            if _small(term):
+                names[original] = term
                 return term
             lo, hi = _interval(term)  # bounds of the definition, declared on its variable
             label = f"{name}#{len(names)}"
-            got = names[term] = T.int_var(label, lo, hi)
+            got = names[original] = names[term] = T.int_var(label, lo, hi)
             self.__dict__.setdefault("definitions", {})[label] = (got, term)
         return got
+
+    def simplify(self, term: T.Term) -> T.Term:
+        """``term`` linearly normalized (:func:`argus.abstract_interp.linear.simplify`), with
+        one memo for the whole analysis."""
+        return linear.simplify(term, self.__dict__.setdefault("_linear_memo", {}))
+
+    def simplify_tag(self, tag: TG.TagValue) -> TG.TagValue:
+        return TG.TagValue(self.simplify(tag.length), tuple(self.simplify(f) for f in tag.fields))
 
     def _latest_iterations(self, writer: Writer, witness: Witness, reader: Instance,
                            values: dict) -> dict[sympy.Symbol, T.Term]:
@@ -961,7 +984,10 @@ class Analysis:
                 hit = T.and_(hit, asynchrony.delivered_to(self, inst, reader))
             elif self.multicast_writer(writer.site):
                 raise EncodingError("a multicast box read where no mbarrier phase pins the issuing iteration")
+            hit = self.simplify(hit)
             written = self.written_tag(writer, inst)
+            written = Resolution(self.simplify_tag(written.tag), written.initialized, written.lemmas,
+                                 written.approximations, written.branches)
         except (EncodingError, T.TermError) as err:
             reason = f"cannot encode the write at {writer.site.describe()}: {err.message}"
             return (writer, self.havoc_bool("hit"), None,
