@@ -55,3 +55,25 @@ def split_k(a: A.Global(A.bf16, "16 K"), b: A.Global(A.bf16, "8 K"), c: A.Global
         fb = A.load(A.mma_partition(ATOM, "b", b.tile((8, 16), (0, kb))))
         A.mma(ATOM, fa, fb, high)
     A.store(low + high, A.mma_partition(ATOM, "c", c))
+
+
+@A.kernel(threads=32, assume=lambda K: [Eq(K % 16, 0), K >= 16])
+def partial_rows(a: A.Global(A.bf16, "M K"), b: A.Global(A.bf16, "8 K"), c: A.Global(A.f32, "M 8"),
+                 STEPS: A.const = "once"):
+    """c = a · bᵀ for M < 16: the A tile's rows past M are zero-filled (known zeros), and the
+    whole 16-row accumulator leaves the chain through shared memory before the rows in range
+    are copied out.  ``STEPS="half"`` skips the second half of K."""
+    A.tag(a, lambda i, k: (i, k), "A")
+    A.tag(b, lambda j, k: (j, k), "B")
+    acc = A.mma_fragment(ATOM, "c")
+    staged = A.shared(A.f32, (16, 8))
+    KT = a.shape[1] // 16
+    for kt in A.range(KT // 2 if STEPS == "half" else KT):
+        fa = A.load(A.mma_partition(ATOM, "a", a.tile((16, 16), (0, kt))))
+        fb = A.load(A.mma_partition(ATOM, "b", b.tile((8, 16), (0, kt))))
+        A.mma(ATOM, fa, fb, acc)
+    A.store(acc, A.mma_partition(ATOM, "c", staged))
+    A.barrier()
+    lane = A.lane_id()
+    A.copy(staged.tile((1, 8), (lane % 16, 0)), c.tile((16, 8), (0, 0)).tile((1, 8), (lane % 16, 0)),
+           pred=lane < 16)

@@ -12,7 +12,7 @@ import pytest
 import sympy
 
 sys.path.insert(0, str(Path(__file__).parent))
-from coverage_kernels import k_loop, split_k
+from coverage_kernels import k_loop, partial_rows, split_k
 
 from argus.ir import nodes as N
 from argus.ir.interp_mma import reduction_domain
@@ -136,3 +136,13 @@ def test_partial_sums_of_disjoint_slices_add_up_to_the_whole_reduction():
     v = _violation(split_k.specialize(OVERLAP=True), inputs, SIZES)
     assert v.kind == "coverage" and v.position.line == _line(split_k, "A.store(low + high"), v
     assert "both hold k 0..31" in v.message, v.message
+
+
+def test_rows_past_m_are_zero_padding_of_every_k():
+    """A row of A past M is zero-filled (a known zero standing for each k of the row): its
+    products are the padding of those k, so the whole accumulator leaves the chain complete."""
+    inputs = _inputs(10, 8, 48)
+    out = Interpreter(partial_rows.specialize()).run(dict(inputs), {"M": 10, "K": 48})["c"]
+    np.testing.assert_array_equal(out, inputs["a"] @ inputs["b"].T)
+    v = _violation(partial_rows.specialize(STEPS="half"), inputs, {"M": 10, "K": 48})
+    assert v.kind == "coverage" and "k 16..47 never reached" in v.message, v

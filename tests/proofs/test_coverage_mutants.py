@@ -7,7 +7,7 @@ import gemm_cp_async
 import gemm_mfma
 import gemm_mma_sync
 import pytest
-from coverage_kernels import k_loop, split_k
+from coverage_kernels import k_loop, partial_rows, split_k
 from proof_support import source_line
 
 from argus.abstract_interp import coverage
@@ -116,6 +116,15 @@ def test_a_skipped_half_of_k_is_refuted_and_replayed():
     cx = _refuted(verify_coverage(k_loop.specialize(STEPS="half")))
     assert cx.position.line == source_line(k_loop, "A.store(acc, A.mma_partition")
     assert "k 16..31 never reached" in cx.replay.violation["message"] and cx.sizes["K"] == 32
+
+
+def test_rows_past_m_do_not_hide_a_skipped_half():
+    """Zero-filled rows past M (known zeros) are proved covered; a skipped half of K is refuted
+    at the store that moves the whole accumulator to shared memory, and replayed."""
+    assert all(r.verdict == "proved" for r in verify_coverage(partial_rows.specialize()))
+    cx = _refuted(verify_coverage(partial_rows.specialize(STEPS="half")))
+    assert cx.position.line == source_line(partial_rows, "A.store(acc, A.mma_partition(ATOM, \"c\", staged))")
+    assert "never reached" in cx.replay.violation["message"]
 
 
 def test_without_a_derivable_domain_only_duplicates_are_stated():
