@@ -106,6 +106,12 @@ class PortfolioProver:
 
         self.name = "portfolio" if len(solvers) > 1 else solvers[0]
         self.portfolio = Portfolio(solvers=tuple(solvers), rlimit=rlimit, wall_clock_s=wall_clock_s)
+        self._config = (tuple(solvers), rlimit, wall_clock_s)
+
+    def fork(self) -> PortfolioProver:
+        """An independent prover of the same solvers and limits (workers of its own)."""
+        solvers, rlimit, wall_clock_s = self._config
+        return PortfolioProver(solvers, rlimit=rlimit, wall_clock_s=wall_clock_s)
 
     def prove(self, hypotheses: Hypotheses, goal: T.Term) -> Result:
         return self.check(*vc_query(hypotheses, goal))
@@ -137,6 +143,13 @@ class SequentialProver:
                  wall_clock_s: float = 20.0) -> None:
         self.name = "portfolio"
         self.stages = [PortfolioProver((s,), rlimit=rlimit, wall_clock_s=wall_clock_s) for s in solvers]
+        self._config = (tuple(solvers), rlimit, wall_clock_s)
+
+    def fork(self) -> SequentialProver:
+        """An independent prover of the same solvers and limits (workers of its own, started
+        when first used)."""
+        solvers, rlimit, wall_clock_s = self._config
+        return SequentialProver(solvers, rlimit=rlimit, wall_clock_s=wall_clock_s)
 
     def prove(self, hypotheses: Hypotheses, goal: T.Term) -> Result:
         return self.check(*vc_query(hypotheses, goal))

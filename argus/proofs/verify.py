@@ -167,11 +167,20 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
         results: dict[str, VCResult] = {}
         lemma_results: dict[Any, list[VCResult]] = {}
         pending: dict[tuple, list] = {}  # refuted VCs by property, place and trust
-        answered: dict[str, VCResult] = {}  # solver answers by query hash (unrolled copies repeat queries)
+        prepared: dict[str, tuple | None] = {}
         for i, vc in enumerate(lemmas + others):
             if progress is not None:
                 progress(i, len(vcs), vc)
-            result = _discharge(vc, prover, cache, smtlib_dir, kernel, answered)
+            prepared[vc.id] = _prepare(vc, smtlib_dir, kernel)
+        # every distinct query not in the cache, solved before any is judged (on two provers
+        # at once where the prover can fork): unrolled copies repeat queries, solved once
+        todo: dict[str, tuple] = {}
+        for item in prepared.values():
+            if item is not None and item[2] not in todo and (cache is None or cache.get(item[2]) is None):
+                todo[item[2]] = item[:2]
+        answers = _solve(todo, prover)
+        for vc in lemmas + others:
+            result = _verdict(vc, prepared[vc.id], answers, cache)
             if vc.property in LEMMAS:
                 _judge_lemma(result, analysis)
                 lemma_results.setdefault(vc.roles.get("lemma_key"), []).append(result)
@@ -203,40 +212,99 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
             prover.close()
 
 
-def _discharge(vc: VC, prover: Prover, cache: VCCache | None, smtlib_dir: str | Path | None,
-               kernel: N.Kernel, answered: dict[str, tuple] | None = None) -> VCResult:
-    """The solver's answer to ``vc`` (or the cache's, or the one an earlier VC of this kernel
-    with the same query hash got, kept in ``answered``: the same query has the same answer)."""
-    result = _discharge_once(vc, prover, cache, smtlib_dir, kernel, answered)
-    if answered is not None and vc.unknown is None and vc.structural is None and not result.cached:
-        # a snapshot: the judgement of lemmas and of VCs relying on them edits results later
-        model = dict(result.model) if result.model is not None else None
-        answered.setdefault(result.hash, (result.verdict, result.solver, result.resources, result.reason, model))
-    return result
+#: provers solving the VCs of one kernel at once (the prover's ``fork``; one per core, at most 2)
+PARALLEL = max(1, min(2, os.cpu_count() or 1))
+#: fewer distinct queries than this are solved on the one prover (a fork costs a worker start)
+MIN_PARALLEL_QUERIES = 24
 
 
-def _discharge_once(vc: VC, prover: Prover, cache: VCCache | None, smtlib_dir: str | Path | None,
-                    kernel: N.Kernel, answered: dict[str, tuple] | None) -> VCResult:
-    if vc.unknown is not None:
-        return VCResult(vc, "unknown", vc_hash(vc), reason=vc.unknown)
-    if vc.structural is not None:
-        return VCResult(vc, "proved", vc_hash(vc), solver="structural", reason=vc.structural)
+def _prepare(vc: VC, smtlib_dir: str | Path | None, kernel: N.Kernel) -> tuple | None:
+    """``(query, guards, hash)`` of a VC the solvers decide (``None``: unknown or structural)."""
+    if vc.unknown is not None or vc.structural is not None:
+        return None
     query, guards = vc_query(vc.hypotheses, vc.goal)
     digest = vc_hash(vc, query)
     if smtlib_dir is not None:
         _write_smtlib(vc, digest, query, kernel, Path(smtlib_dir))
-    if answered is not None and digest in answered:
-        verdict, solver, resources, reason, model = answered[digest]
-        return VCResult(vc, verdict, digest, solver, resources, 0.0, reason,
-                        model=dict(model) if model is not None else None)
-    if cache is not None:
-        hit = cache.get(digest)
-        if hit is not None:
-            return VCResult(vc, "proved", digest, solver=hit.get("solver"), resources=hit.get("resources"),
-                            cached=True)
-    t0 = time.perf_counter()
-    answer = prover.check(query, guards)
-    seconds = time.perf_counter() - t0
+    return query, guards, digest
+
+
+def _solve(todo: dict[str, tuple], prover: Prover) -> dict[str, tuple]:
+    """``{hash: (answer, seconds)}`` for the ``{hash: (query, guards)}`` to solve; with a
+    prover that can ``fork``, on :data:`PARALLEL` provers at once (each query is answered
+    the same whichever solves it: every check runs under its own resource limit)."""
+    import queue
+    import threading
+
+    out: dict[str, tuple] = {}
+    provers = [prover]
+    fork = getattr(prover, "fork", None)
+    if fork is not None and PARALLEL > 1 and len(todo) >= MIN_PARALLEL_QUERIES:
+        provers += [fork() for _ in range(PARALLEL - 1)]
+    work: queue.SimpleQueue = queue.SimpleQueue()
+    for item in todo.items():
+        work.put(item)
+    errors: list[BaseException] = []
+
+    def run(p: Prover) -> None:
+        while not errors:
+            try:
+                digest, (query, guards) = work.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                t0 = time.perf_counter()
+                answer = p.check(query, guards)
+                out[digest] = (answer, time.perf_counter() - t0)
+            except BaseException as err:  # re-raised in the calling thread
+                errors.append(err)
+                return
+
+    try:
+        if len(provers) == 1:
+            run(prover)
+        else:
+            threads = [threading.Thread(target=run, args=(p,), daemon=True) for p in provers]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    finally:
+        for p in provers[1:]:
+            p.close()
+    if errors:
+        raise errors[0]
+    return out
+
+
+def _discharge(vc: VC, prover: Prover, cache: VCCache | None, smtlib_dir: str | Path | None,
+               kernel: N.Kernel) -> VCResult:
+    """One VC solved on its own (or taken from the cache)."""
+    prepared = _prepare(vc, smtlib_dir, kernel)
+    answers: dict[str, tuple] = {}
+    if prepared is not None and (cache is None or cache.get(prepared[2]) is None):
+        answers = _solve({prepared[2]: prepared[:2]}, prover)
+    return _verdict(vc, prepared, answers, cache)
+
+
+def _verdict(vc: VC, prepared: tuple | None, answers: dict[str, tuple], cache: VCCache | None) -> VCResult:
+    """The verdict of one VC from its answer (or the cache's; the solver time is counted at
+    the first VC of a repeated query only)."""
+    if vc.unknown is not None:
+        return VCResult(vc, "unknown", vc_hash(vc), reason=vc.unknown)
+    if vc.structural is not None:
+        return VCResult(vc, "proved", vc_hash(vc), solver="structural", reason=vc.structural)
+    assert prepared is not None
+    _, _, digest = prepared
+    got = answers.get(digest)
+    if got is None:
+        hit = cache.get(digest) if cache is not None else None
+        if hit is None:
+            raise AssertionError(f"no answer for {vc.id}")
+        return VCResult(vc, "proved", digest, solver=hit.get("solver"), resources=hit.get("resources"),
+                        cached=True)
+    answer, seconds = got
+    answers[digest] = (answer, 0.0)
     match answer:
         case Proved():
             return VCResult(vc, "proved", digest, answer.solver, answer.resources, seconds)
