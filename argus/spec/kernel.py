@@ -146,6 +146,21 @@ def _call_by_names(fn: Callable[..., Any], env: dict[str, Any], what: str) -> An
     return fn(*(env[n] for n in names))
 
 
+def _user_frame(tb: Any) -> SourcePosition | None:
+    """The innermost traceback frame in user code (kernels under ``argus/kernels`` count)."""
+    import os
+
+    argus_dir = os.path.dirname(os.path.abspath(argus.__file__))
+    library = os.path.join(argus_dir, "kernels") + os.sep
+    found = None
+    while tb is not None:
+        file = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if (not file.startswith(argus_dir + os.sep) or file.startswith(library)) and not file.startswith("<"):
+            found = SourcePosition(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return found
+
+
 class Kernel:
     """A kernel definition; :meth:`specialize` traces one specialization into IR."""
 
@@ -259,7 +274,15 @@ class Kernel:
             for item in declared:
                 assumptions.append(self._assumption(item, arguments))
         with B.tracing(builder):
-            self._rewritten(**arguments)
+            try:
+                self._rewritten(**arguments)
+            except (TypeError, ValueError, AttributeError, ZeroDivisionError, IndexError, KeyError) as err:
+                # Python itself refused an operation of the kernel body (e.g. ``1 << rank`` on an
+                # index value): report it at the kernel's line, not as a traceback
+                raise B.SpecError(f"kernel {self.name}: {type(err).__name__}: {err}",
+                                  position=_user_frame(err.__traceback__) or self.position,
+                                  hint="index values are symbolic expressions: use +, -, *, //, %, "
+                                  "comparisons and the argus.spec helpers on them") from err
             body = builder.root_region()
         from argus.ir.policies import apply_policies  # pipeline= and unroll= loops become plain IR
 

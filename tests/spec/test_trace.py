@@ -131,3 +131,18 @@ def test_printer_is_stable_and_points_at_sources():
     assert "kernels_for_tests.py:" in text
     assert "for var=" in text or "for " in text
     assert text.splitlines()[0].startswith("kernel summing(")
+
+
+@A.kernel(threads=64, grid=lambda: (1,))
+def _shifted_rank(x: A.Global(A.f32, "N")):
+    mask = 1 << A.thread_id()  # Python refuses: index values are symbolic
+    A.store(x.tile((1,), (mask,)), x.tile((1,), (0,)))
+
+
+def test_a_python_error_in_the_kernel_body_is_an_argus_error_at_its_line():
+    with pytest.raises(A.SpecError, match="TypeError") as err:
+        _shifted_rank.specialize()
+    lines, first = inspect.getsourcelines(_shifted_rank.fn)
+    line = first + next(i for i, text in enumerate(lines) if "1 << A.thread_id()" in text)
+    assert err.value.position is not None and err.value.position.line == line
+    assert "symbolic" in (err.value.hint or "")
