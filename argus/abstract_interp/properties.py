@@ -462,7 +462,12 @@ def _staged_lemma(b: _Builder, writer: Writer, reader_site: Site) -> None:
     an older iteration of the same stage did (so "the latest" is the last writer)."""
     a = b.analysis
     reads = [acc for acc in a.accesses.get(reader_site.index, [])
-             if acc.buffer.name == writer.view.buffer.name and acc.kind == "read"]
+             if acc.buffer.name == writer.view.buffer.name and acc.kind in ("read", "tag")]
+    if not reads:  # a resolution this lemma cannot restate: it stays unproved
+        vc = b.unknown("witness", writer.site, f"{reader_site.describe()} reads %{writer.view.buffer.name} other "
+                       f"than through its own accesses: the stages of {writer.describe()} are not checked for it")
+        vc.roles["lemma_key"] = ("staged", writer.site.index, reader_site.index)
+        return
     for acc in reads:
         reader, hyps = a.fresh(reader_site, "#r", view=acc.view)
         hyps = [*hyps, a.active(reader, acc)]
