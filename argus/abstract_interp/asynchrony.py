@@ -701,17 +701,22 @@ def _armed(b: Any, site: Site) -> None:
               "an arrive.expect_tx of the same iteration")
 
 
+def _wait_instance(a: Any, m: Model, site: Site) -> tuple[Instance, list[T.Term], str, T.Term, T.Term]:
+    """A fresh instance of a wait (its thread executes it), its hypotheses, the mbarrier's
+    name, the element waited on and the phase waited for."""
+    inst, hyps = a.fresh(site)
+    hyps.append(_issues(a, inst))
+    values = dict(inst.values)
+    return inst, hyps, m.bars[site.index].buffer.name, _element(a, m, site, values), wait_phase(a, m, site, values)
+
+
 def _phase(b: Any, site: Site) -> None:
     """The wait's phase is one that completes (no deadlock) and its parity is that phase's."""
     a = b.analysis
     m = model(a)
     op: N.MbarrierWait = site.op
-    inst, hyps = a.fresh(site)
-    hyps.append(_issues(a, inst))
+    inst, hyps, bar, element, phase = _wait_instance(a, m, site)
     values = dict(inst.values)
-    bar = m.bars[site.index].buffer.name
-    element = _element(a, m, site, values)
-    phase = wait_phase(a, m, site, values)
     total = _rounds_total(a, m, bar, values, element)
     parity = a.encoder.term(site.expr(op.parity), values)
     roles = _roles(a, inst)
@@ -737,12 +742,7 @@ def _lag(b: Any, site: Site) -> None:
     observed, before arriving, the round of the waiter's release (its next arrive)."""
     a = b.analysis
     m = model(a)
-    inst, hyps = a.fresh(site)
-    hyps.append(_issues(a, inst))
-    values = dict(inst.values)
-    bar = m.bars[site.index].buffer.name
-    element = _element(a, m, site, values)
-    phase = wait_phase(a, m, site, values)
+    inst, hyps, bar, element, phase = _wait_instance(a, m, site)
     block = _block(a, inst)
     early = []
     for arrive in (s for s in m.arrives if m.bars[s.index].buffer.name == bar):

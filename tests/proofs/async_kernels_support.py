@@ -178,8 +178,6 @@ def verify_properties(kernel: N.Kernel, properties: set[str]):
     from argus.abstract_interp import asynchrony
     from argus.abstract_interp import properties as P
     from argus.abstract_interp.analysis import Analysis
-    from argus.proofs import verify as V
-    from argus.proofs.provers import LocalProver
 
     analysis = Analysis(kernel)
     builder = P._Builder(analysis)  # only the site makers of the asynchrony model (and barriers)
@@ -188,11 +186,19 @@ def verify_properties(kernel: N.Kernel, properties: set[str]):
             asynchrony.properties(builder, site)
             if isinstance(site.op, N.Barrier):
                 P._barrier(builder, site)
-    chosen = [vc for vc in builder.vcs if vc.property in properties]
+    return discharge(kernel, analysis, [vc for vc in builder.vcs if vc.property in properties])
+
+
+def discharge(kernel: N.Kernel, analysis, vcs) -> list:
+    """``vcs`` of ``analysis`` discharged with z3, judged and explained as ``verify_kernel``
+    does (minimized counterexamples, replayed on the interpreter)."""
+    from argus.proofs import verify as V
+    from argus.proofs.provers import LocalProver
+
     prover = LocalProver("z3")
     results, pending = [], {}
     try:
-        for vc in chosen:
+        for vc in vcs:
             result = V._discharge(vc, prover, None, None, kernel)
             V._judge(result, {}, pending)
             results.append(result)

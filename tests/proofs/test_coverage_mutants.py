@@ -7,15 +7,14 @@ import gemm_cp_async
 import gemm_mfma
 import gemm_mma_sync
 import pytest
+from async_kernels_support import discharge
 from coverage_kernels import k_loop, partial_rows, split_k
 from proof_support import source_line
 
 from argus.abstract_interp import coverage
 from argus.abstract_interp import properties as P
 from argus.abstract_interp.analysis import Analysis
-from argus.proofs import verify as V
 from argus.proofs import verify_kernel
-from argus.proofs.provers import LocalProver
 
 
 def verify_coverage(kernel):
@@ -26,18 +25,7 @@ def verify_coverage(kernel):
     for site in analysis.program.sites:
         if site.index not in analysis.unsupported:
             coverage.coverage(builder, site)
-    prover = LocalProver("z3")
-    results, pending = [], {}
-    try:
-        for vc in builder.vcs:
-            result = V._discharge(vc, prover, None, None, kernel)
-            V._judge(result, {}, pending)
-            results.append(result)
-        for (_, _, trusted), group in pending.items():
-            V._explain(group, trusted, analysis, kernel, True, True, prover)
-    finally:
-        prover.close()
-    return results
+    return discharge(kernel, analysis, builder.vcs)
 
 
 def _refuted(results):
