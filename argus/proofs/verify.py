@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -136,6 +137,10 @@ def _indent(text: str) -> str:
 LEMMAS = ("witness", "coordinates", "mma-operands")
 
 
+_PATH_DIRS = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?[^\s:'\"()]*[/\\](?=[^/\\\s:'\"()]+\.py\b)")
+"""The directories of the source paths a reason names (the file name is kept)."""
+
+
 def vc_hash(vc: VC, query: Any = None) -> str:
     """sha256 of the VC's SMT-LIB query (or of its reason, for a VC that could not be stated)."""
     from argus.smt.smtlib import query_to_smtlib
@@ -143,7 +148,10 @@ def vc_hash(vc: VC, query: Any = None) -> str:
     if vc.unknown is not None or vc.structural is not None:
         # no query: the claim is its property, place and (stable) statement
         where = f"{os.path.basename(vc.position.file)}:{vc.position.line}" if vc.position else ""
-        text = f"{vc.property}|{where}|{vc.id}|{vc.unknown or vc.structural}"
+        # reasons name source positions: only file names enter the hash, so that a record
+        # made in one checkout holds in another
+        reason = _PATH_DIRS.sub("", vc.unknown or vc.structural)
+        text = f"{vc.property}|{where}|{vc.id}|{reason}"
         return hashlib.sha256(text.encode()).hexdigest()
     if query is None:
         query, _ = vc_query(vc.hypotheses, vc.goal)

@@ -78,3 +78,18 @@ def test_checked_in_records_still_hold(path):
     assert report.verdict == record.verdict == "proved"
     assert {(e.id, e.hash, e.verdict) for e in report.record.vcs} == {(e.id, e.hash, e.verdict) for e in record.vcs}
 
+
+
+def test_record_hashes_do_not_depend_on_the_checkouts_directory():
+    """A structural or unknown VC is hashed by its reason, which names source positions:
+    records made in one checkout must hold in another (CI clones elsewhere)."""
+    from argus.abstract_interp.vc import VC
+    from argus.proofs.verify import vc_hash
+    from argus.smt import terms as T
+
+    def vc(where: str, reason: str = "follows it") -> VC:
+        return VC("cluster#1@9", "cluster", None, (), T.TRUE, "m",
+                  structural=f"the cluster barrier at {where}/examples/k.py:93 {reason}")
+
+    assert vc_hash(vc("/work/main")) == vc_hash(vc("/tmp/ci")) == vc_hash(vc("/home/u/argus"))
+    assert vc_hash(vc("/work/main")) != vc_hash(vc("/work/main", "precedes it"))
