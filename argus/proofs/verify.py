@@ -60,7 +60,8 @@ class VCResult:
         position = self.vc.position
         where = f"{os.path.basename(position.file)}:{position.line}" if position else None  # stable across checkouts
         return VCEntry(self.vc.id, self.hash, self.vc.property, self.vc.op, where, self.verdict, self.solver,
-                       self.resources, round(self.seconds, 4), self.reason, self.cached)
+                       self.resources, round(self.seconds, 4),
+                       _PATH_DIRS.sub("", self.reason) if self.reason else self.reason, self.cached)
 
 
 @dataclass
