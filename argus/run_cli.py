@@ -63,17 +63,9 @@ def parse_sizes(items: list[str]) -> dict[str, Any]:
 
 
 def _choose(args: argparse.Namespace) -> Any:
-    from argus.proofs.cli_verify import load_kernels, parse_consts
+    from argus.proofs.cli_verify import specialize_one
 
-    kernels = load_kernels(args.file)
-    if args.kernel:
-        kernels = [k for k in kernels if k.name == args.kernel]
-        if not kernels:
-            raise ArgusError(f"{args.file}: no kernel named {args.kernel!r}")
-    if len(kernels) != 1:
-        names = ", ".join(k.name for k in kernels) or "none"
-        raise ArgusError(f"{args.file} defines {len(kernels)} kernels ({names})", hint="choose one with --kernel NAME")
-    return kernels[0].specialize(**parse_consts(args.consts))
+    return specialize_one(args.file, args.kernel, args.consts)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -27,19 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from argus.backend_ptx.assemble import build_cubin
     from argus.backend_ptx.emit import emit_ptx
-    from argus.proofs.cli_verify import load_kernels, parse_consts
+    from argus.proofs.cli_verify import specialize_one
     from argus.runtime.gate import VerificationRequired, require_proof
     from argus.spec.kernel import kernel_hash
 
-    kernels = load_kernels(args.file)
-    if args.kernel:
-        kernels = [k for k in kernels if k.name == args.kernel]
-        if not kernels:
-            raise ArgusError(f"{args.file}: no kernel named {args.kernel!r}")
-    if len(kernels) != 1:
-        names = ", ".join(k.name for k in kernels) or "none"
-        raise ArgusError(f"{args.file} defines {len(kernels)} kernels ({names})", hint="choose one with --kernel NAME")
-    specialized = kernels[0].specialize(**parse_consts(args.consts))
+    specialized = specialize_one(args.file, args.kernel, args.consts)
     try:
         require_proof(specialized)
     except VerificationRequired as refusal:

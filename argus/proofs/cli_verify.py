@@ -75,6 +75,20 @@ def load_kernels(path: str | Path) -> list[Any]:
     return [v for v in vars(module).values() if isinstance(v, Kernel)]
 
 
+def specialize_one(path: str | Path, kernel: str | None, consts: list[str]) -> Any:
+    """The specialization ``--consts`` of the one kernel of a file (``kernel`` chooses among
+    several), as the single-kernel commands (``compile``, ``run``) take it."""
+    kernels = load_kernels(path)
+    if kernel:
+        kernels = [k for k in kernels if k.name == kernel]
+        if not kernels:
+            raise ArgusError(f"{path}: no kernel named {kernel!r}")
+    if len(kernels) != 1:
+        names = ", ".join(k.name for k in kernels) or "none"
+        raise ArgusError(f"{path} defines {len(kernels)} kernels ({names})", hint="choose one with --kernel NAME")
+    return kernels[0].specialize(**parse_consts(consts))
+
+
 def _progress(stream: Any):
     if not getattr(stream, "isatty", lambda: False)():
         return None
