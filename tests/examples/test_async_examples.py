@@ -1,12 +1,13 @@
 """The Hopper GEMM examples (TMA + mbarrier pipelines + wgmma) against numpy on fresh random
 inputs, and the warp-specialized GEMM's planted pipeline bugs caught with their place."""
 
-import inspect
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from example_inputs_support import bf16_gemm_inputs
+from proof_support import source_line
 
 from argus.ir import check, numerics
 from argus.ir.interpreter import Interpreter, InterpreterError
@@ -14,19 +15,6 @@ from argus.ir.interpreter import Interpreter, InterpreterError
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import gemm_tma_wgmma
 import gemm_warp_specialized
-
-
-def _line(kernel, text: str) -> int:
-    lines, first = inspect.getsourcelines(kernel.fn)
-    return first + next(i for i, line in enumerate(lines) if text in line)
-
-
-def _inputs(seed: int, m: int, n: int, k: int):
-    rng = np.random.default_rng(seed)
-    a = numerics.round_to("bf16", rng.standard_normal((m, k))).astype(np.float32)
-    b = numerics.round_to("bf16", rng.standard_normal((n, k))).astype(np.float32)
-    a[a == 0], b[b == 0] = 0.5, 0.5
-    return {"a": a, "b": b, "c": np.zeros((m, n), np.float32)}
 
 
 def _check_gemm(out: np.ndarray, inputs: dict) -> None:
@@ -42,7 +30,7 @@ def _check_gemm(out: np.ndarray, inputs: dict) -> None:
                                            ((128, 64, 256), 4)])
 def test_policy_pipelined_tma_wgmma_gemm_matches_numpy(shape, stages):
     m, n, k = shape
-    inputs = _inputs(m + n + k + stages, m, n, k)
+    inputs = bf16_gemm_inputs(m + n + k + stages, m, n, k)
     kernel = gemm_tma_wgmma.gemm_tma_wgmma.specialize(STAGES=stages)
     check.check(kernel)
     out = Interpreter(kernel).run(inputs, {"M": m, "N": n, "K": k})["c"]
@@ -54,7 +42,7 @@ WS_SHAPE = {"M": 128, "N": 64, "K": 320}  # 5 k-blocks through 3 stages: every s
 
 
 def test_warp_specialized_gemm_matches_numpy():
-    inputs = _inputs(7, WS_SHAPE["M"], WS_SHAPE["N"], WS_SHAPE["K"])
+    inputs = bf16_gemm_inputs(7, WS_SHAPE["M"], WS_SHAPE["N"], WS_SHAPE["K"])
     out = Interpreter(WS.specialize()).run(inputs, WS_SHAPE)["c"]
     _check_gemm(out, inputs)
 
@@ -81,13 +69,13 @@ def test_warp_roles_carry_their_register_budgets():
     ("expect-tx", "expect-tx", "A.mma(ATOM, sa[s].tile((64, 16), (wg, ks))", 128, 0),
 ])
 def test_warp_specialized_pipeline_bugs_are_caught_with_their_place(bug, kind, line, thread, other):
-    inputs = _inputs(8, WS_SHAPE["M"], WS_SHAPE["N"], WS_SHAPE["K"])
+    inputs = bf16_gemm_inputs(8, WS_SHAPE["M"], WS_SHAPE["N"], WS_SHAPE["K"])
     with pytest.raises(InterpreterError) as err:
         Interpreter(WS.specialize(BUG=bug)).run(inputs, WS_SHAPE)
     v = err.value.violation
     assert v.kind == kind, v
     assert v.block == (0, 0, 0) and v.thread == thread and v.other_thread == other
-    assert v.position.line == _line(WS, line)
+    assert v.position.line == source_line(WS, line)
     if kind != "deadlock":
         assert v.element == (0, 0)
 
@@ -130,13 +118,13 @@ def gemm_partial_k(a: A.Global(A.bf16, "M K"), b: A.Global(A.bf16, "N K"), c: A.
 @pytest.mark.parametrize("shape", [(100, 80, 96), (64, 64, 40), (70, 64, 136)])
 def test_partial_k_tiles_carry_known_zeros_and_tag_assertions_hold_unguarded(shape):
     m, n, k = shape
-    inputs = _inputs(m * n + k, m, n, k)
+    inputs = bf16_gemm_inputs(m * n + k, m, n, k)
     out = Interpreter(gemm_partial_k.specialize()).run(inputs, {"M": m, "N": n, "K": k})["c"]
     _check_gemm(out, inputs)
 
 
 def test_known_zeros_do_not_hide_a_wrong_tag_assertion():
-    inputs = _inputs(3, 64, 64, 96)
+    inputs = bf16_gemm_inputs(3, 64, 64, 96)
     with pytest.raises(InterpreterError) as err:
         Interpreter(gemm_partial_k.specialize(WRONG=True)).run(inputs, {"M": 64, "N": 64, "K": 96})
     v = err.value.violation

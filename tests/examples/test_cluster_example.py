@@ -2,12 +2,13 @@
 cluster bugs (unarmed multicast receiver, missing remote release, early exit) caught dynamically
 with their place."""
 
-import inspect
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from example_inputs_support import bf16_gemm_inputs
+from proof_support import source_line
 
 from argus.ir import check, numerics
 from argus.ir.interpreter import Interpreter, InterpreterError
@@ -19,21 +20,14 @@ KERNEL = gemm_cluster_multicast.gemm_cluster_multicast
 
 
 def _line(text: str) -> int:
-    lines, first = inspect.getsourcelines(KERNEL.fn)
-    return first + next(i for i, line in enumerate(lines) if text in line)
+    return source_line(KERNEL, text)
 
 
-def _inputs(seed: int, m: int, n: int, k: int):
-    rng = np.random.default_rng(seed)
-    a = numerics.round_to("bf16", rng.standard_normal((m, k))).astype(np.float32)
-    b = numerics.round_to("bf16", rng.standard_normal((n, k))).astype(np.float32)
-    a[a == 0], b[b == 0] = 0.5, 0.5
-    return {"a": a, "b": b, "c": np.zeros((m, n), np.float32)}
 
 
 def _run(shape, seed, **consts):
     m, n, k = shape
-    inputs = _inputs(seed, m, n, k)
+    inputs = bf16_gemm_inputs(seed, m, n, k)
     kernel = KERNEL.specialize(**consts)
     return inputs, Interpreter(kernel).run(inputs, {"M": m, "N": n, "K": k})["c"]
 

@@ -5,7 +5,6 @@ IR-level mutations of the Hopper examples, and a verification restricted to chos
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import sys
 from pathlib import Path
 
@@ -18,13 +17,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
 import gemm_tma_wgmma
 import gemm_warp_specialized
+from proof_support import source_line
 
 ROWS, COLS = 64, 32
 
 
-def line_of(kernel, text: str) -> int:
-    lines, first = inspect.getsourcelines(kernel.fn)
-    return first + next(i for i, line in enumerate(lines) if text in line)
+line_of = source_line  # the line of a kernel's source containing a text
 
 
 # --------------------------------------------------------------------------- kernels

@@ -3,7 +3,7 @@ correct variant is proved (no false alarm).  The table is printed by ``-s``."""
 
 import pytest
 import verifier_kernels as V
-from proof_support import source_line
+from proof_support import assert_mutation_refuted, source_line
 
 from argus.proofs import verify_kernel
 
@@ -29,19 +29,7 @@ MUTATIONS = [
 
 @pytest.mark.parametrize("name, kernel, good, bad, prop, kind, marker", MUTATIONS, ids=[m[0] for m in MUTATIONS])
 def test_mutation_is_refuted_and_the_original_proved(name, kernel, good, bad, prop, kind, marker):
-    proved = verify_kernel(kernel.specialize(**good))
-    assert proved.verdict == "proved", proved.human()
-    refuted = verify_kernel(kernel.specialize(**bad))
-    assert refuted.verdict == "refuted", refuted.human()
-    line = source_line(kernel, marker)
-    found = [c for c in refuted.counterexamples if c.property == prop]
-    assert found, refuted.human()
-    cx = found[0]
-    assert cx.position.line == line or (cx.other or {}).get("line") == line, cx.human()
-    assert cx.replay.status == "reproduced", cx.human()
-    assert cx.replay.violation["kind"] == kind
-    assert cx.replay.thread_matches, cx.human()
-    print(f"\n{name:<45} {prop:<15} refuted  replayed: {cx.replay.detail}")
+    assert_mutation_refuted(name, kernel, good, bad, prop, kind, marker)
 
 
 def test_alternating_stages_resolve_to_the_latest_iteration_of_their_stage():

@@ -4,10 +4,9 @@ and each correct variant is proved.  The detection table is printed by ``-s``.""
 
 import pytest
 import row_softmax as RS
-from proof_support import source_line
+from proof_support import assert_mutation_refuted
 
 import argus.spec as A
-from argus.proofs import verify_kernel
 
 BUTTERFLY = (8, 4, 2, 1)
 
@@ -102,16 +101,4 @@ MUTATIONS = [
 
 @pytest.mark.parametrize("name, kernel, good, bad, prop, kind, marker", MUTATIONS, ids=[m[0] for m in MUTATIONS])
 def test_mutation_is_refuted_and_the_original_proved(name, kernel, good, bad, prop, kind, marker):
-    if good is not None:
-        proved = verify_kernel(kernel.specialize(**good))
-        assert proved.verdict == "proved", proved.human()
-    refuted = verify_kernel(kernel.specialize(**bad))
-    assert refuted.verdict == "refuted", refuted.human()
-    line = source_line(kernel, marker)
-    found = [c for c in refuted.counterexamples if c.property == prop]
-    assert found, refuted.human()
-    cx = found[0]
-    assert cx.position.line == line or (cx.other or {}).get("line") == line, cx.human()
-    assert cx.replay.status == "reproduced", cx.human()
-    assert cx.replay.violation["kind"] == kind
-    print(f"\n{name:<48} {prop:<15} refuted  replayed: {cx.replay.detail}")
+    assert_mutation_refuted(name, kernel, good, bad, prop, kind, marker, same_thread=False)
