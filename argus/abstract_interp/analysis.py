@@ -751,7 +751,7 @@ class Analysis:
                                       T.sub(last, T.floormod(T.sub(T.add(last, c), stage), s)))
         return out
 
-    def _delivered_iteration(self, writer: Writer, reader: Instance, lp: Any, stages: int, offset: Any,
+    def _delivered_iteration(self, writer: Writer, reader: Instance, lp: Any, stages: int, offset: int,
                              stage: T.Term, values: dict) -> T.Term | None:
         """The iteration of another role's staged TMA copy whose data ``reader`` sees: the copy
         into stage ``P`` joins phase ``q`` of its mbarrier element in iteration
@@ -763,8 +763,7 @@ class Analysis:
         start, step = symbolic.static_value(lp.start), symbolic.static_value(lp.step)
         if start is None or step != 1:
             return None
-        offset_term = self.encoder.term(sympy.sympify(offset), {}) if not isinstance(offset, T.Term) else offset
-        first = T.add(start, T.floormod(T.sub(T.sub(stage, offset_term), start), stages))
+        first = T.add(start, T.floormod(T.sub(stage, offset + start), stages))
         m = asynchrony.model(self)
         bar = m.bars[writer.site.index].buffer.name
         element = asynchrony._element(self, m, writer.site, {**values, lp.var: first})
