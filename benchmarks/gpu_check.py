@@ -47,6 +47,9 @@ EXAMPLES = {
     "gemm_tma_wgmma": ("gemm_tma_wgmma", "gemm_tma_wgmma", {}, [(64, 64, 64), (100, 72, 128), (1000, 520, 256),
                                                                  (512, 512, 1024)], [(100, 72, 128)],
                        (4096, 4096, 4096)),
+    "gemm_tma_wgmma_nn": ("gemm_tma_wgmma_nn", "gemm_tma_wgmma_nn", {},
+                          [(64, 128, 64), (100, 72, 128), (1000, 520, 256), (512, 512, 1024)], [(100, 72, 128)],
+                          (4096, 4096, 4096)),
     "gemm_ws": ("gemm_warp_specialized", "gemm_ws", {}, [(128, 64, 64), (200, 100, 192), (1024, 1024, 512)],
                 [(130, 70, 128)], (4096, 4096, 4096)),
     "gemm_cluster": ("gemm_cluster_multicast", "gemm_cluster_multicast", {},
@@ -59,6 +62,10 @@ def _kernel(name: str):
 
     module, attr, consts, *_ = EXAMPLES[name]
     return getattr(importlib.import_module(module), attr), consts
+
+
+#: GEMM examples whose B is K x N row-major (C = A · B); the others take B as N x K (C = A · Bᵀ)
+B_ROW_MAJOR = ("gemm_tma_wgmma_nn",)
 
 
 # --------------------------------------------------------------------------- prepare (no GPU)
@@ -115,7 +122,7 @@ def _inputs(name: str, shape: tuple[int, ...], seed: int):
                 "y": torch.full((r, 64), float("nan"), device=DEVICE)}
     m, n, k = shape
     a = torch.randn(m, k, device=DEVICE, generator=g).to(torch.bfloat16)
-    b = torch.randn(n, k, device=DEVICE, generator=g).to(torch.bfloat16)
+    b = torch.randn(*((k, n) if name in B_ROW_MAJOR else (n, k)), device=DEVICE, generator=g).to(torch.bfloat16)
     return {"a": a, "b": b, "c": torch.full((m, n), float("nan"), device=DEVICE)}
 
 
@@ -141,6 +148,8 @@ def _reference(name: str, args: dict):
     if name == "row_softmax":
         return torch.softmax(args["x"].double(), dim=1), torch.softmax(args["x"], dim=1)
     a, b = args["a"], args["b"]
+    if name in B_ROW_MAJOR:
+        return a.double() @ b.double(), (a.float() @ b.float())
     return a.double() @ b.double().t(), (a.float() @ b.float().t())
 
 
@@ -285,7 +294,8 @@ def run_one(name: str, directory: Path, timing: bool) -> dict:
         baseline = {"vector_add": lambda a: torch.add(a["a"], a["b"], out=a["c"]),
                     "transpose": lambda a: a["y"].copy_(a["x"].t()),
                     "row_softmax": lambda a: torch.softmax(a["x"], dim=1)}
-        base = baseline.get(name, lambda a: torch.matmul(a["a"], a["b"].t()))
+        base = baseline.get(name, (lambda a: torch.matmul(a["a"], a["b"])) if name in B_ROW_MAJOR
+                            else (lambda a: torch.matmul(a["a"], a["b"].t())))
         timings = benchmark({"argus": lambda a: _launch(compiled, specialized, a), "torch": base},
                             lambda r: (sets[r],), rotations=rotations, warmup=2, repeat=20)
         t_argus, t_torch = timings["argus"], timings["torch"]
@@ -300,7 +310,8 @@ def run_one(name: str, directory: Path, timing: bool) -> dict:
                             "torch_ms": t_torch.median, "torch_p10_p90": [t_torch.p10, t_torch.p90],
                             "speed_vs_torch": t_torch.median / t_argus.median,
                             "argus_rate": work / (t_argus.median * 1e-3) / 1e12, "unit": unit,
-                            "torch_baseline": "torch.matmul(a, b.T) in bf16 (cuBLAS)" if len(shape) == 3 else "torch op"}
+                            "torch_baseline": ("torch.matmul(a, b)" if name in B_ROW_MAJOR else "torch.matmul(a, b.T)")
+                            + " in bf16 (cuBLAS)" if len(shape) == 3 else "torch op"}
     return result
 
 

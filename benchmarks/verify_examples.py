@@ -46,7 +46,7 @@ CASES = [
 
 #: the examples ``--examples`` verifies (default specialization of each file's first kernel)
 EXAMPLES = ("vector_add", "transpose_swizzled", "row_softmax", "gemm_mfma", "gemm_mma_sync", "gemm_cp_async",
-            "gemm_tma_wgmma", "gemm_warp_specialized")
+            "gemm_tma_wgmma", "gemm_tma_wgmma_nn", "gemm_warp_specialized")
 
 
 def examples() -> None:

@@ -199,7 +199,8 @@ def _check_operand(spec: MmaAtomSpec, which: str, t: Any) -> None:
         shape = tuple(symbolic.static_value(s) for s in t.shape)
         if shape != spec.tile(which):
             raise B.error(f"{spec.name}: {role} must be a {spec.tile(which)} shared tile, got shape {t.shape}",
-                          hint="A is M x K, B is N x K")
+                          hint="A is M x K, B is N x K (an MN-major operand is a .T or permute() view of "
+                          "K x 64 shared boxes)")
         _check_descriptor(spec, role, t)
         return
     if t.space is not N.MemorySpace.REGISTER:

@@ -201,6 +201,69 @@ class Tensor:
         layout = Layout(tuple(kept_shape), tuple(kept_stride)) if kept_shape else Layout(1, 0)
         return self._derive(layout, offset, coords, valid)
 
+    def permute(self, *modes: Any) -> Tensor:
+        """The same elements with the modes reordered or grouped (a view; no data moves).
+
+        Entry ``j`` names the mode of this tensor that becomes mode ``j``, or a tuple of modes
+        that become mode ``j`` together, the first one fastest (column-major, the CuTe order);
+        every mode is named exactly once.  Post-condition: for ``t = x.permute(*modes)``,
+        element ``c`` of ``t`` is element ``x_c`` of ``x`` where mode ``d`` of ``x`` named
+        alone at position ``j`` takes ``x_c[d] = c[j]``, and the modes ``(d0, d1, ...)`` of a
+        group at position ``j`` take the digits of ``c[j]`` in the radix of their extents
+        (``x_c[d0] = c[j] % e0``, ``x_c[d1] = (c[j] // e0) % e1``, ...):
+
+        ==================================  ===============  ===================================
+        ``x`` (shape)                       ``permute``      element ``c`` of the result
+        ==================================  ===============  ===================================
+        ``(K, N)``                          ``(1, 0)``       ``x[c1, c0]`` (shape ``(N, K)``)
+        ``(C, K, 64)``                      ``((2, 0), 1)``  ``x[c0 // 64, c1, c0 % 64]``
+                                                             (shape ``(64 C, K)``)
+        ==================================  ===============  ===================================
+
+        The second row is how an MN-major wgmma operand is written: ``C`` TMA boxes of
+        ``K x 64`` (64 MN-contiguous elements each) seen as one ``MN x K`` tile.
+        """
+        rank = self.rank
+        entries = [tuple(m) if isinstance(m, (tuple, list)) else (m,) for m in modes]
+        named = [d for group in entries for d in group]
+        if any(not isinstance(d, int) or isinstance(d, bool) for d in named) \
+                or sorted(named) != list(range(rank)) or any(not group for group in entries):
+            raise B.error(f"permute: {modes!r} must name each of the {rank} modes 0..{rank - 1} exactly once",
+                          hint="e.g. x.permute(1, 0) swaps the two modes of a matrix; a tuple groups modes")
+        shape, stride = _modes(self.layout)
+        extents = self.shape
+        new_shape, new_stride = [], []
+        substitution: dict[sympy.Symbol, Any] = {}
+        for j, group in enumerate(entries):
+            if len(group) == 1:
+                (d,) = group
+                new_shape.append(shape[d])
+                new_stride.append(stride[d])
+                substitution[COORDS[d]] = COORDS[j]
+                continue
+            scale = 1
+            for position, d in enumerate(group):
+                extent = symbolic.static_value(extents[d])
+                if extent is None:
+                    raise B.error(f"permute: mode {d} of a group has the symbolic extent {extents[d]}",
+                                  hint="group modes of constant extent (tiles of shared memory or registers)")
+                digit = COORDS[j] if scale == 1 else symbolic.floordiv(COORDS[j], scale)
+                substitution[COORDS[d]] = digit if position == len(group) - 1 else symbolic.mod(digit, extent)
+                scale *= extent
+            new_shape.append(tuple(shape[d] for d in group))
+            new_stride.append(tuple(stride[d] for d in group))
+        coords = tuple(_substitute(c, substitution) for c in self._logical_coords())
+        valid = _substitute(self.view.valid, substitution)
+        return self._derive(Layout(tuple(new_shape), tuple(new_stride)), self.view.offset, coords, valid)
+
+    @property
+    def T(self) -> Tensor:  # the numpy / torch name
+        """The transpose of a two-mode tensor (``permute(1, 0)``)."""
+        if self.rank != 2:
+            raise B.error(f"T: the tensor has {self.rank} modes; transpose a matrix",
+                          hint="use permute(...) to reorder the modes of other tensors")
+        return self.permute(1, 0)
+
     def partition(self, tv: Any, thread: Any) -> Tensor:
         """Thread ``thread``'s elements of this tile under a thread-value layout.
 

@@ -35,6 +35,7 @@ EXAMPLES = {
     "gemm_mma_sync": (("sm_80", "sm_90a"), ("HMMA.16816.F32.BF16", "LDG.E.128")),
     "gemm_cp_async": (("sm_80", "sm_90a"), ("HMMA.16816.F32.BF16", "LDGSTS.E.BYPASS.128", "LDGDEPBAR")),
     "gemm_tma_wgmma": (("sm_90a",), ("HGMMA.64x64x16.F32.BF16", "UTMALDG.2D", "SYNCS.PHASECHK")),
+    "gemm_tma_wgmma_nn": (("sm_90a",), ("HGMMA.64x128x16.F32.BF16", "UTMALDG.2D")),  # B read MN-major
     "gemm_warp_specialized": (("sm_90a",), ("HGMMA.64x64x16.F32.BF16", "UTMALDG.2D", "USETMAXREG")),
     # multicast TMA into both blocks, remote release of the peer's empty barrier, cluster barrier
     "gemm_cluster_multicast": (("sm_90a",), ("UTMALDG.2D.MULTICAST", "SYNCS.ARRIVE.TRANS64.RED", "UCGABAR_WAIT")),
