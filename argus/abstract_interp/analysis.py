@@ -58,7 +58,14 @@ from argus.abstract_interp.encoding import (
     view_extents,
     view_inner_address,
 )
-from argus.abstract_interp.program import Program, Site, build_program, common_loops, may_precede
+from argus.abstract_interp.program import (
+    Program,
+    Site,
+    barrier_between,
+    build_program,
+    common_loops,
+    may_precede,
+)
 from argus.abstract_interp.witness import (
     COORD_TARGETS,
     TARGET,
@@ -487,6 +494,26 @@ class Analysis:
 
     def epoch(self, inst: Instance) -> T.Term:
         return self.value(inst, inst.site.epoch)
+
+    def barrier_orders(self, first: Instance, second: Instance, *, later: bool = False) -> T.Term:
+        """A barrier that both threads pass lies after ``first`` and before ``second``: a block
+        barrier, or a named barrier scoped to the warp role of both (see program.py).
+        ``later`` states it as ``second``'s epoch being greater (the same fact; the term is
+        part of the VC's hash)."""
+        _, role = barrier_between(first.site, second.site)
+        compare = (lambda x, y: T.gt(y, x)) if later else T.lt
+        out = compare(self.epoch(first), self.epoch(second))
+        if role is not None:
+            out = T.or_(out, compare(self.value(first, role[0]), self.value(second, role[1])))
+        return out
+
+    def same_interval(self, first: Instance, second: Instance) -> T.Term:
+        """No barrier that both threads pass lies between the two instances (either way)."""
+        _, role = barrier_between(first.site, second.site)
+        out = T.eq(self.epoch(first), self.epoch(second))
+        if role is not None:
+            out = T.and_(out, T.eq(self.value(first, role[0]), self.value(second, role[1])))
+        return out
 
     def logical(self, inst: Instance, view: N.View) -> tuple[T.Term, ...]:
         """The element's coordinate in the view's logical tensor."""

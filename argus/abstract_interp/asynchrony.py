@@ -515,8 +515,7 @@ def _initialized(b: Any, site: Site) -> None:
             if peer:  # a peer's init is ordered before this use by a cluster barrier only
                 barrier_between, own = cluster, T.FALSE
             else:
-                barrier_between = T.or_(T.gt(a.epoch(inst), a.value(Instance(fence, inst.values), fence.epoch)),
-                                        cluster)
+                barrier_between = T.or_(a.barrier_orders(Instance(fence, inst.values), inst, later=True), cluster)
                 own = (T.FALSE if tma or init_threads is None
                        else T.or_(*(T.eq(inst.values[a.tid], t) for t in init_threads)))
             options.append(T.and_(T.eq(element, e_init), T.or_(barrier_between, own)))
@@ -762,7 +761,7 @@ def _lag(b: Any, site: Site) -> None:
             ordered = _released(a, m, inst, False, r)
         else:
             own = T.and_(T.eq(r.values[a.tid], inst.values[a.tid]), a.precedes(inst, r))
-            ordered = T.or_(own, T.gt(a.epoch(r), a.epoch(inst)), _released(a, m, inst, False, r))
+            ordered = T.or_(own, a.barrier_orders(inst, r, later=True), _released(a, m, inst, False, r))
         early.append(T.and_(active, T.not_(ordered)))
     if not early:
         return
@@ -873,7 +872,7 @@ def _tma_ordered(a: Any, m: Model, reader: Instance, wgmma: bool, copy: Instance
     element = _element(a, m, copy.site, dict(copy.values))
     seen = T.le(copy_phase(a, m, copy), observed(a, m, reader, bar, element))
     # an ordinary access is also ordered before a copy issued after a block barrier that follows it
-    later = T.FALSE if wgmma else T.gt(a.epoch(copy), a.epoch(reader))
+    later = T.FALSE if wgmma else a.barrier_orders(reader, copy, later=True)
     if multicast(copy.site.op):  # block barriers order the own block only
         later = T.and_(same_block(a, reader.values, copy.values), later)
     return T.or_(seen, _released(a, m, reader, wgmma, copy), later)
@@ -956,9 +955,8 @@ def _cp_async_ordered(a: Any, m: Model, reader: Instance, copy: Instance) -> T.T
     group = _commits(a, m, copy)
     mine = T.and_(a.precedes(copy, reader), T.lt(group, _done(a, m, copy, reader, True)))
     later_mine = T.not_(a.precedes(copy, reader))
-    e_r, e_w = a.epoch(reader), a.epoch(copy)
-    theirs = T.and_(T.lt(e_w, e_r), T.lt(group, _done(a, m, copy, reader, False)))
-    later_theirs = T.gt(e_w, e_r)
+    theirs = T.and_(a.barrier_orders(copy, reader), T.lt(group, _done(a, m, copy, reader, False)))
+    later_theirs = a.barrier_orders(reader, copy, later=True)
     return T.ite(same_thread, T.or_(mine, later_mine), T.or_(theirs, later_theirs))
 
 
@@ -996,7 +994,7 @@ def _done(a: Any, m: Model, copy: Instance, reader: Instance, own: bool, groups:
             candidates.append((values, T.bool_const(wait.index < reader.site.index)))
         for vals, exists in candidates:
             w_inst = Instance(wait, vals)
-            before = exists if own else T.and_(exists, T.lt(a.epoch(w_inst), a.epoch(reader)))
+            before = exists if own else T.and_(exists, a.barrier_orders(w_inst, reader))
             if before is T.FALSE:
                 continue
             done = T.sub(_commits(a, m, w_inst, commits), wait.op.pending)
@@ -1072,7 +1070,7 @@ def _proxy(b: Any, site: Site) -> None:
                 if f.index <= w.index or f.loops != w.loops:
                     continue
                 finst = Instance(f, {**winst.values})
-                fenced.append(T.and_(_thread_path(a, f, dict(winst.values)), T.lt(a.epoch(finst), a.epoch(inst))))
+                fenced.append(T.and_(_thread_path(a, f, dict(winst.values)), a.barrier_orders(finst, inst)))
             conflict = T.and_(hit, T.not_(T.or_(*fenced)) if fenced else T.TRUE)
             conflicts.append(conflict)
             alternatives.append((conflict, _other(a, winst, acc)))

@@ -11,7 +11,9 @@ one op at one place of the (partially unrolled) program:
   trip counts are unrolled: each iteration is a site of its own);
 * ``epoch`` — how many block barriers a thread has passed before it reaches the site (a sympy
   expression over its loop counters and uniform conditions), so "no barrier between two
-  accesses" is ``epoch(a) == epoch(b)``.
+  accesses" is ``epoch(a) == epoch(b)``;
+* ``role_epoch`` and ``role_scope`` — inside a warp role whose body passes named barriers, the
+  number of those barriers the thread has passed since it entered the role, and the role.
 
 Dynamic order: an instance of site ``w`` precedes an instance of site ``r`` when the counters
 of their common symbolic loops compare lexicographically smaller, or are equal and ``w``
@@ -20,8 +22,19 @@ comes first statically (:func:`precedes`).
 Supported loop shapes: any ``For`` with a constant trip count up to ``unroll_limit`` is
 unrolled; any other ``For`` is symbolic as long as the number of barriers one iteration
 passes does not depend on the iteration.  A ``WarpRole`` region is walked like a branch: its
-sites carry the role's warp range as a condition (``what == "role"``); a role that passes a
-barrier is listed with a reason.
+sites carry the role's warp range as a condition (``what == "role"``).
+
+Role-scoped named barriers.  A warp role may pass named barriers whose participants are
+exactly the role's threads (all of one barrier id that no other op of the kernel uses): they
+order the role's threads among themselves and nothing else.  They do not advance the block
+epoch; they advance the role's own epoch, which counts from the role's entry and is compared
+only between two sites of the same role (:func:`barrier_between`, :func:`same_interval`).
+Another role's accesses are ordered against the role's only through mbarriers, which the
+asynchrony VCs prove.  The barrier VC (``roles.named_barrier``) proves that every instance is
+reached by exactly the declared participants, so the ``n``-th barrier a thread of the role
+passes is the ``n``-th of every other thread of the role.  Any other barrier inside a role (a
+block barrier, a named barrier of another participant count or shared with other code) is
+listed with a reason.
 """
 
 from __future__ import annotations
@@ -80,6 +93,8 @@ class Site:
     loops: tuple[Loop, ...]
     epoch: Any
     unrolled: tuple[tuple[N.For, int], ...] = ()
+    role_epoch: Any = 0
+    role_scope: N.WarpRole | None = None  # the warp role whose named barriers role_epoch counts
 
     def expr(self, e: Any) -> Any:
         """``e`` with the unrolled loop counters replaced by their values."""
@@ -121,6 +136,16 @@ def common_loops(a: Site, b: Site) -> tuple[Loop, ...]:
     return tuple(out)
 
 
+def barrier_between(first: Site, second: Site) -> tuple[Any, Any] | None:
+    """How to tell that a barrier orders an instance of ``first`` before one of ``second``
+    (each thread passes it after the first access and before the second): ``(block, role)``
+    epoch pairs to compare, ``role`` being ``None`` when only block barriers can order the two
+    (different roles, or no role-scoped barriers)."""
+    if first.role_scope is not None and first.role_scope is second.role_scope:
+        return (first.epoch, second.epoch), (first.role_epoch, second.role_epoch)
+    return (first.epoch, second.epoch), None
+
+
 def may_precede(writer: Site, reader: Site) -> bool:
     """Can some instance of ``writer`` come before some instance of ``reader``?"""
     return writer.index < reader.index or bool(common_loops(writer, reader))
@@ -141,9 +166,17 @@ class _Walker:
     def __init__(self, program: Program, unroll_limit: int) -> None:
         self.program = program
         self.unroll_limit = unroll_limit
+        #: inside a warp role with role-scoped barriers: ``(role, block epoch at its entry)``;
+        #: the walker's epoch then counts the role's barriers
+        self.scope: tuple[N.WarpRole, Any] | None = None
 
     def _site(self, op: N.Op, subst, conditions, loops, unrolled, epoch) -> None:
-        self.program.sites.append(Site(len(self.program.sites), op, subst, conditions, loops, epoch, unrolled))
+        if self.scope is not None:
+            role, block_epoch = self.scope
+            site = Site(len(self.program.sites), op, subst, conditions, loops, block_epoch, unrolled, epoch, role)
+        else:
+            site = Site(len(self.program.sites), op, subst, conditions, loops, epoch, unrolled)
+        self.program.sites.append(site)
 
     def region(self, region: N.Region, subst, conditions, loops, unrolled, epoch) -> Any:
         """Add the sites of ``region``; returns the epoch after it."""
@@ -199,18 +232,69 @@ class _Walker:
                 except UnsupportedLoop as err:
                     self.program.unsupported.append((op, str(err)))
                     return epoch
-                if inside != 0:
-                    self.program.unsupported.append((op, f"barrier inside the warp role at {op.loc}"))
+                path = (*conditions, Condition(sub(cond), op, "role"))
+                if inside == 0:
+                    return self.region(body, subst, path, loops, unrolled, epoch)
+                problem = self.scope_problem(op, sub(cond))
+                if problem is not None:
+                    self.program.unsupported.append((op, problem))
                     return epoch
-                return self.region(body, subst, (*conditions, Condition(sub(cond), op, "role")), loops,
-                                   unrolled, epoch)
+                # role-scoped barriers: the block epoch stays, the role's epoch counts them
+                self.scope = (op, epoch)
+                try:
+                    self.region(body, subst, path, loops, unrolled, sympy.Integer(0))
+                finally:
+                    self.scope = None
+                return epoch
             case _:
                 self._site(op, subst, conditions, loops, unrolled, epoch)
                 return epoch
 
 
+    def scope_problem(self, role: N.WarpRole, cond: Any) -> str | None:
+        """Why the barriers inside ``role`` are not role-scoped (``None``: they are)."""
+        where = f" at {role.loc}" if role.loc else ""
+        if self.scope is not None:
+            return f"barrier inside a warp role nested in another{where}"
+        kernel = self.program.kernel
+        tid = kernel.thread_id
+        cond = sympy.sympify(cond)
+        if cond.free_symbols - {tid}:
+            return f"barrier inside the warp role{where}, whose warps depend on more than the thread"
+        threads = sum(1 for t in range(kernel.launch.threads) if bool(cond.xreplace({tid: t})))
+        inside = list(_barriers(role.body))
+        ids = {b.id for b in inside}
+        for b in inside:
+            if b.id == 0 or b.participants != threads:
+                return (f"barrier inside the warp role{where}: only named barriers of the role's {threads} threads "
+                        f"are modelled (barrier {b.id} at {b.loc} declares "
+                        f"{b.participants if b.participants is not None else 'the whole block'})")
+        if len(ids) > 1:
+            return f"named barriers {sorted(ids)} inside the warp role{where}: one barrier id per role is modelled"
+        outside = [b for b in _barriers(kernel.body) if b.id in ids and not any(b is x for x in inside)]
+        if outside:
+            return (f"named barrier {outside[0].id} at {outside[0].loc} is also used outside the warp role{where} "
+                    "(a role-scoped barrier must be the role's own)")
+        return None
+
+
+def _barriers(region: N.Region) -> Iterable[N.Barrier]:
+    """Every barrier op inside ``region`` (nested regions included)."""
+    for op in region.ops:
+        match op:
+            case N.Barrier():
+                yield op
+            case N.If(then=then, orelse=orelse):
+                yield from _barriers(then)
+                yield from _barriers(orelse)
+            case N.For(body=body) | N.WarpRole(body=body):
+                yield from _barriers(body)
+
+
 def barrier_count(region: N.Region, env: dict) -> Any:
-    """Block barriers one execution of ``region`` passes (a sympy expression)."""
+    """Barriers one execution of ``region`` passes (a sympy expression); a warp role's
+    barriers count as none (they are role-scoped or the role is unsupported, which
+    :meth:`_Walker.scope_problem` decides)."""
     total: Any = sympy.Integer(0)
 
     def sub(e: Any) -> Any:
@@ -230,8 +314,7 @@ def barrier_count(region: N.Region, env: dict) -> Any:
                         raise UnsupportedLoop(f"loop at {op.loc} passes a number of barriers that depends on its counter")
                     total += Loop(op, var, sub(start), sub(stop), step).trip_count() * inner
             case N.WarpRole(body=body):
-                if barrier_count(body, env) != 0:
-                    raise UnsupportedLoop(f"barrier inside a warp role at {op.loc}")
+                barrier_count(body, env)  # a loop in it whose count varies is unsupported
     return total
 
 

@@ -300,7 +300,7 @@ def _races(b: _Builder, site: Site) -> None:
                 conflict = T.and_(a.active(first, acc), a.active(second, other),
                                   T.ne(first.values[a.tid], second.values[a.tid]),
                                   _same(a, first, acc.view, second, other.view),
-                                  T.eq(a.epoch(first), a.epoch(second)), *more)
+                                  a.same_interval(first, second), *more)
                 if conflict is T.FALSE:
                     continue
                 conflicts.append(conflict)
