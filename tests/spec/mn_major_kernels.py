@@ -11,11 +11,13 @@ ATOM = "wgmma.m64n128k16.bf16"
 
 @A.kernel(threads=128, grid=lambda: (1,), assume=lambda K: [Eq(K % 64, 0), K >= 64])
 def both_mn_major(a: A.Global(A.bf16, "K M"), b: A.Global(A.bf16, "K N"), c: A.Global(A.f32, "M N"),
-                  GROUP: A.const = "box-major", SWIZZLED: A.const = True):
+                  GROUP: A.const = "box-major", SWIZZLED: A.const = True, SWAP_BOXES: A.const = False):
     """``c = aᵀ · b`` for one 64 x 128 tile: A arrives as one K x 64 box (M contiguous), B as two
     K x 64 boxes (N contiguous); both wgmma operands are read MN-major.  ``GROUP="box-minor"``
     groups B's modes in the wrong order (box index fastest: no descriptor describes it);
-    ``SWIZZLED=False`` leaves the shared tiles unswizzled (no descriptor either)."""
+    ``SWIZZLED=False`` leaves the shared tiles unswizzled (no descriptor either);
+    ``SWAP_BOXES=True`` loads B's two boxes into each other's place (columns 64..127 of C then
+    carry columns 0..63 of B: a tag violation at the final assertion)."""
     A.tag(a, lambda k, i: (i, k), "A")
     A.tag(b, lambda k, j: (j, k), "B")
     swizzle = SWIZZLE_128B if SWIZZLED else None
@@ -25,7 +27,7 @@ def both_mn_major(a: A.Global(A.bf16, "K M"), b: A.Global(A.bf16, "K N"), c: A.G
     for kt, st in A.range(a.shape[0] // 64, pipeline=2):
         A.tma_load(a.tile((64, 64), (kt, 0)), sa[st])
         for q in A.range(2, unroll=True):
-            A.tma_load(b.tile((64, 64), (kt, q)), sb[st, q])
+            A.tma_load(b.tile((64, 64), (kt, 1 - q if SWAP_BOXES else q)), sb[st, q])
         for ks in A.range(4, unroll=True):
             a_step = sa[st].tile((16, 64), (ks, 0)).T
             b_k = sb[st].tile((2, 16, 64), (0, ks, 0))

@@ -159,6 +159,19 @@ def test_mn_major_kernel_assembles(tmp_path, monkeypatch):
     assert "0 bytes spill stores" in cubin.log and "warning" not in cubin.log.lower(), cubin.log
 
 
+def test_mn_major_reads_are_proved_and_swapped_boxes_refuted_with_a_replay():
+    from argus.proofs import verify_kernel
+
+    report = verify_kernel(K.both_mn_major.specialize())
+    assert report.verdict == "proved", report.human()
+    report = verify_kernel(K.both_mn_major.specialize(SWAP_BOXES=True))
+    assert report.verdict == "refuted", report.human()
+    line = next(i for i, text in enumerate(Path(K.__file__).read_text().splitlines(), 1)
+                if "A.assert_tag(mine" in text)
+    found = [c for c in report.counterexamples if c.property == "tag" and c.position.line == line]
+    assert found and found[0].replay.status == "reproduced", report.human()
+
+
 def test_the_spec_exports_nothing_new():
     # permute and T are methods of tensors, not new top-level DSL names
     assert not hasattr(A, "permute")
