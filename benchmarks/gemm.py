@@ -68,6 +68,7 @@ def _specializations() -> list[tuple[str, str, dict]]:
         out.append((f"main_c{i}", "main", cfg.consts()))
     out.append(("main_c0_threads", "main", {**CANDIDATES[0].consts(), "RELEASE": "threads"}))
     out.append(("main_c0_direct", "main", {**CANDIDATES[0].consts(), "EPILOGUE": "direct"}))
+    out.append(("main_c2_cluster2", "main", {**CANDIDATES[2].consts(), "CLUSTER": 2}))  # B multicast to 2 blocks
     for variant in VARIANTS:
         if variant != "main":
             out.append((f"{variant}_c0", variant, GemmConfig().consts()))
@@ -83,7 +84,7 @@ def _kernel(variant: str):
 # --------------------------------------------------------------------------- prepare (no GPU)
 
 
-def prepare(directory: Path, only: list[str]) -> None:
+def prepare(directory: Path, only: list[str], grids: list[int]) -> None:
     from argus.backend_ptx.assemble import build_cubin
     from argus.backend_ptx.emit import emit_ptx
     from argus.runtime.gate import VerificationRequired, require_proof
@@ -92,11 +93,14 @@ def prepare(directory: Path, only: list[str]) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "manifest.json"
     manifest = json.loads(path.read_text()) if path.exists() else {}
-    for key, variant, consts in _specializations():
+    jobs = [(key, variant, consts, H200_SMS) for key, variant, consts in _specializations()]
+    jobs += [(f"{key}_sms{sms}", variant, consts, sms) for key, variant, consts in _specializations() for sms in grids
+             if sms != H200_SMS]  # other persistent grid sizes, for `sweep`
+    for key, variant, consts, sms in jobs:
         if only and key not in only:
             continue
         start = time.time()
-        specialized = _kernel(variant).specialize(**consts, SMS=H200_SMS)
+        specialized = _kernel(variant).specialize(**consts, SMS=sms)
         try:
             require_proof(specialized, verify=False)
             gate = "proved (record found)"
@@ -108,7 +112,7 @@ def prepare(directory: Path, only: list[str]) -> None:
         (directory / f"{key}.ptx").write_text(ptx.text)
         (directory / f"{key}.pickle").write_bytes(pickle.dumps(ptx))
         report = [line.strip() for line in cubin.log.splitlines() if "registers" in line or "spill" in line]
-        manifest[key] = {"variant": variant, "consts": consts, "sms": H200_SMS, "kernel_hash": kernel_hash(specialized),
+        manifest[key] = {"variant": variant, "consts": consts, "sms": sms, "kernel_hash": kernel_hash(specialized),
                          "ptx_sha256": hashlib.sha256(ptx.text.encode()).hexdigest(), "tool": cubin.tool,
                          "gate_here": gate, "ptxas": report, "shared_bytes": ptx.dynamic_shared_bytes}
         print(f"{key:14s} {consts} {cubin.tool} {report} {time.time() - start:5.1f} s", flush=True)
@@ -254,8 +258,10 @@ def run(directory: Path, out: Path, repeat: int, tune_repeat: int, skip_tune: bo
 
     # 1. correctness: every variant at the odd shapes, the default candidate at every benchmarked shape
     for key, entry in manifest.items():
-        shapes = ODD_SHAPES if entry["variant"] != "main" or key != "main_c0" else ODD_SHAPES + SHAPES
-        if entry["variant"] == "main" and key != "main_c0":
+        shapes = ODD_SHAPES
+        if key == "main_c0" or entry["consts"].get("CLUSTER", 1) > 1:  # the default and every cluster shape
+            shapes = ODD_SHAPES + SHAPES
+        elif entry["variant"] == "main":
             shapes = ODD_SHAPES[:2]
         for i, shape in enumerate(shapes):
             r = _check(compiled[key], entry["variant"], shape, seed=100 + i)
@@ -331,6 +337,63 @@ def profile(directory: Path, key: str, shape: tuple[int, int, int], launches: in
     print(f"{key}: {gate}; host time per launch call {host * 1e6:.1f} us", flush=True)
 
 
+def max_active_clusters(compiled) -> int:
+    """``cuOccupancyMaxActiveClusters`` of a compiled cluster kernel: how many of its clusters the
+    device holds at once (a persistent grid larger than that runs its last clusters late)."""
+    import torch
+    from cuda.bindings import driver
+
+    from argus.runtime.launch import _function
+
+    fn = _function(compiled.cubin.image, compiled.cubin.key, compiled.ptx.name, compiled.ptx.dynamic_shared_bytes)
+    config = driver.CUlaunchConfig()
+    cluster = compiled.kernel.launch.cluster
+    config.gridDimX, config.gridDimY, config.gridDimZ = cluster[0] * 64, 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = compiled.kernel.launch.threads, 1, 1
+    config.sharedMemBytes = compiled.ptx.dynamic_shared_bytes
+    config.hStream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
+    attr = driver.CUlaunchAttribute()
+    attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+    config.attrs = [attr]
+    config.numAttrs = 1
+    err, count = driver.cuOccupancyMaxActiveClusters(fn, config)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuOccupancyMaxActiveClusters: {err}")
+    return int(count)
+
+
+def sweep(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, int, int]], repeat: int) -> None:
+    """Time prepared specializations (e.g. one candidate at several persistent grid sizes,
+    ``prepare --grids``) against cuBLAS; for cluster candidates also report how many clusters
+    the device holds at once."""
+    import torch
+
+    from argus.runtime.timing import benchmark
+
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = json.loads((directory / "manifest.json").read_text())
+    rows = []
+    for key in keys:
+        for sms in [manifest[key]["sms"]]:
+            compiled, gate = _compiled(directory, key, manifest[key], sms)
+            row = {"key": key, "sms": sms, "consts": manifest[key]["consts"], "gate": gate}
+            if any(c > 1 for c in compiled.kernel.launch.cluster):
+                row["max_active_clusters"] = max_active_clusters(compiled)
+            check = _check(compiled, "main", ODD_SHAPES[3], seed=1)
+            row["check_ok"] = check["ok"]
+            for shape in shapes:
+                sets = [_inputs("main", shape, seed=21 + r) for r in range(2)]
+                t = benchmark({"argus": lambda a, c=compiled: _launch(c, "main", a),
+                               "torch": lambda a: torch.matmul(a["a"], a["b"].t())},
+                              lambda r, sets=sets: (sets[r],), rotations=2, warmup=2, repeat=repeat)
+                row["x".join(map(str, shape))] = {"argus_ms": t["argus"].median, "torch_ms": t["torch"].median,
+                                                  "ratio": t["torch"].median / t["argus"].median}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            (out / "sweep.json").write_text(json.dumps(rows, indent=1) + "\n")
+
+
 def k_scaling(compiled: dict, results: dict, key: str, ks: tuple[int, ...] = (1024, 4096, 16384)) -> None:
     """Time one candidate at 4096 x 4096 x K for several K: the time per tile is
     ``overhead + K * rate``, which separates the per-tile cost (epilogue, pipeline fill and
@@ -360,6 +423,8 @@ def main() -> None:
     p = sub.add_parser("prepare")
     p.add_argument("directory", type=Path)
     p.add_argument("--only", nargs="*", default=[])
+    p.add_argument("--grids", type=int, nargs="*", default=[],
+                   help="also build every specialization for these persistent grid sizes (keys KEY_smsN)")
     r = sub.add_parser("run")
     r.add_argument("directory", type=Path)
     r.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gemm_out")))
@@ -371,11 +436,20 @@ def main() -> None:
     f.add_argument("key")
     f.add_argument("--shape", type=int, nargs=3, default=[4096, 4096, 4096])
     f.add_argument("--launches", type=int, default=2)
+    w = sub.add_parser("sweep")
+    w.add_argument("directory", type=Path)
+    w.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gemm_out")))
+    w.add_argument("--keys", nargs="+", required=True)
+    w.add_argument("--shapes", nargs="+", default=["4096x4096x4096", "8192x8192x8192"])
+    w.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
-    if args.command == "profile":
+    if args.command == "sweep":
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes]
+        sweep(args.directory, args.out, args.keys, shapes, args.repeat)
+    elif args.command == "profile":
         profile(args.directory, args.key, tuple(args.shape), args.launches)
     elif args.command == "prepare":
-        prepare(args.directory, args.only)
+        prepare(args.directory, args.only, args.grids)
     else:
         run(args.directory, args.out, args.repeat, args.tune_repeat, args.no_tune)
 

@@ -632,13 +632,19 @@ class _Emitter:
             case L.MbarrierInitStmt(buffer=buffer, address=address, count=count):
                 self.emit(f"mbarrier.init.shared::cta.b64 {self.address(buffer, address)}, {count};")
             case L.MbarrierArriveStmt(buffer=buffer, address=address, count=count, rank=rank) if rank is not None:
-                # a peer block's mbarrier: its shared::cluster address, release at cluster scope
+                # a peer block's mbarrier, by its shared::cluster address.  The arrive releases at
+                # CTA scope (the instruction's default): what it orders before the peer's later
+                # writes (a multicast refill) are this thread's accesses of its own block's shared
+                # memory — its wgmma reads retired at a wait_group, its loads performed at CTA
+                # scope — since generic DSMEM accesses are refused below.  A cluster-scope release
+                # also waits for the thread's writes to become visible cluster-wide: on an H200 it
+                # made the 2-block cluster GEMM 1.66x slower (benchmarks/RESULTS.md).
                 self.require_sm90(s, "a remote mbarrier arrive")
                 remote = self.reg("b32")
                 self.emit(f"mapa.shared::cluster.u32 {remote}, {self.shared_address(buffer, address)}, "
                           f"{self.value(rank, 32)};")
                 tail = "" if count == 1 else f", {count}"
-                self.emit(f"mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{remote}]{tail};")
+                self.emit(f"mbarrier.arrive.shared::cluster.b64 _, [{remote}]{tail};")
             case L.MbarrierArriveStmt(buffer=buffer, address=address, expect_tx=tx, count=count):
                 where = self.address(buffer, address)
                 if tx != 0:

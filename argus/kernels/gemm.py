@@ -8,7 +8,10 @@ the DSL and specialized by ``const`` parameters:
   issues ``wgmma.m64n{BN}k16``), ``BK`` (64: one 128-byte swizzle row of 16-bit elements),
   ``STAGES`` (shared-memory ring depth), ``GROUP_M`` (tile-order grouping), ``SMS`` (the
   number of persistent blocks, normally the device's SM count), ``RELEASE`` (how consumers
-  give a stage back) and ``EPILOGUE`` (``"tma"``, ``"direct"`` or ``"auto"``).
+  give a stage back), ``EPILOGUE`` (``"tma"``, ``"direct"`` or ``"auto"``) and ``CLUSTER``
+  (1, or 2: blocks in clusters of two compute vertically adjacent tiles, and each loads half of
+  their common B box and multicasts it into both blocks' stage; a stage is refilled once the
+  consumers of both blocks released it, by a local and a remote arrive).
 
 Structure (384 threads, three warpgroups):
 
@@ -78,9 +81,10 @@ class GemmConfig:
     BK: int = 64
     STAGES: int = 4
     GROUP_M: int = 8
+    CLUSTER: int = 1
 
     def consts(self) -> dict[str, int]:
-        return {"BN": self.BN, "BK": self.BK, "STAGES": self.STAGES, "GROUP_M": self.GROUP_M}
+        return {"BN": self.BN, "BK": self.BK, "STAGES": self.STAGES, "GROUP_M": self.GROUP_M, "CLUSTER": self.CLUSTER}
 
     def shared_bytes(self, itemsize: int = 2, tma_epilogue: bool = True) -> int:
         """The shared memory of the ring (and of the epilogue's two 128 x 64 staging boxes)."""
@@ -94,7 +98,11 @@ CANDIDATES = (
     GemmConfig(BN=192, STAGES=4, GROUP_M=8),
     GemmConfig(BN=128, STAGES=6, GROUP_M=8),
 )
-"""The autotuner's search space: every entry fits 227 KB of shared memory and 232 registers."""
+"""The autotuner's search space: every entry fits 227 KB of shared memory and 232 registers.
+
+``CLUSTER=2`` (B's box multicast to a pair of blocks) builds, runs and matches the reference, but
+on an H200 it measured the same speed as the unclustered kernel at every benchmarked shape
+(benchmarks/RESULTS.md): it does not pay there, so the autotuner does not pick it."""
 
 TUNED = {
     (4096, 4096, 4096): CANDIDATES[2],
@@ -153,18 +161,21 @@ def gemm_kernel(in_dtype: str = "bf16", out_dtype: str = "bf16", bias: bool = Fa
     if bias:
         def gemm(a: A.Global(tin, "M K"), b: A.Global(tin, "N K"), c: A.Global(tout, "M N"),
                  bias: A.Global(A.f32, "N"), BN: A.const = 256, BK: A.const = 64, STAGES: A.const = 4,
-                 GROUP_M: A.const = 8, SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto"):
-            _traced_body()(a, b, c, bias, BN, BK, STAGES, GROUP_M, SMS, RELEASE, _epilogue(EPILOGUE, tout, BN), in_dtype, tout, activation)
+                 GROUP_M: A.const = 8, SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto",
+                 CLUSTER: A.const = 1):
+            _traced_body()(a, b, c, bias, BN, BK, STAGES, GROUP_M, SMS, RELEASE, _epilogue(EPILOGUE, tout, BN), in_dtype, tout,
+                           activation, _cluster(CLUSTER, SMS, GROUP_M))
     else:
         def gemm(a: A.Global(tin, "M K"), b: A.Global(tin, "N K"), c: A.Global(tout, "M N"),
                  BN: A.const = 256, BK: A.const = 64, STAGES: A.const = 4, GROUP_M: A.const = 8,
-                 SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto"):
-            _traced_body()(a, b, c, None, BN, BK, STAGES, GROUP_M, SMS, RELEASE, _epilogue(EPILOGUE, tout, BN), in_dtype, tout, activation)
+                 SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto", CLUSTER: A.const = 1):
+            _traced_body()(a, b, c, None, BN, BK, STAGES, GROUP_M, SMS, RELEASE, _epilogue(EPILOGUE, tout, BN), in_dtype, tout,
+                           activation, _cluster(CLUSTER, SMS, GROUP_M))
     gemm.__name__ = gemm.__qualname__ = name
-    return A.kernel(threads=384, grid=grid, assume=assume)(gemm)
+    return A.kernel(threads=384, grid=grid, cluster=lambda CLUSTER: (CLUSTER, 1, 1), assume=assume)(gemm)
 
 
-def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE, in_dtype, tout, activation):
+def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE, in_dtype, tout, activation, CLUSTER):
     """The kernel body shared by every variant (traced inside the variant's kernel)."""
     swizzle = SwizzleMode.B128.element_swizzle(2)
     tin = _DTYPES[in_dtype]
@@ -176,29 +187,47 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
     tiles_m, tiles_n = A.cdiv(M, BM), A.cdiv(N, BN)
     nk = A.cdiv(K, BK)
     pid = A.block_id(0)
-    mine = A.cdiv(tiles_m * tiles_n - pid, SMS)  # tiles pid, pid + SMS, ... (grid = SMS blocks)
+    if CLUSTER == 1:
+        mine = A.cdiv(tiles_m * tiles_n - pid, SMS)  # tiles pid, pid + SMS, ... (grid = SMS blocks)
+    else:  # cluster u = pid // 2 visits tile pairs u, u + SMS/2, ...; the block of rank r takes row 2·pm + r
+        rank = A.cluster_rank()
+        peer = 1 - rank
+        mine = A.cdiv(A.cdiv(tiles_m, 2) * tiles_n - pid // 2, SMS // 2)  # the same for both blocks of a cluster
+    tile = functools.partial(_tile, pid=pid, tiles_m=tiles_m, tiles_n=tiles_n, group_m=GROUP_M, sms=SMS,
+                             cluster=CLUSTER)
     sa = A.shared(tin, (STAGES, BM, BK), swizzle=swizzle)
     sb = A.shared(tin, (STAGES, BN, BK), swizzle=swizzle)
     if EPILOGUE == "tma":
         staging = A.shared(tout, (2, BM, 64), swizzle=swizzle)  # two 128 x 64 boxes of C
     box_atom = f"wgmma.m64n64k16.{in_dtype}"
     full = A.mbarrier(1, stages=STAGES)
-    empty = A.mbarrier(256 if RELEASE == "threads" else 1, stages=STAGES)
-    A.mbarrier_init(full, empty)
+    # a stage is free once the consumers of every block it is multicast into released it
+    empty = A.mbarrier((256 if RELEASE == "threads" else 1) * CLUSTER, stages=STAGES)
+    if CLUSTER == 1:
+        A.mbarrier_init(full, empty)
+    else:
+        A.mbarrier_init(full, empty, sync=False)
+        A.cluster_barrier()  # both blocks' mbarriers exist before a peer's multicast or remote arrive
+    remote = A.mapa(empty, peer) if CLUSTER > 1 else None
     with A.warp_role("producer", warps=range(0, 4), registers=40):
         for i in A.range(mine):
-            tm, tn = tile_of(pid + i * SMS, tiles_m, tiles_n, GROUP_M)
+            tm, tn = tile(i)
             for kt in A.range(nk):
                 it = i * nk + kt
                 s = it % STAGES
                 A.wait(empty[s], phase=it // STAGES - 1, elected=0)
                 A.arrive_expect_tx(full[s], A.transaction_bytes(sa[s]) + A.transaction_bytes(sb[s]))
                 A.tma_load(a.tile((BM, BK), (tm, kt)), sa[s], full[s])
-                A.tma_load(b.tile((BN, BK), (tn, kt)), sb[s], full[s])
+                if CLUSTER == 1:
+                    A.tma_load(b.tile((BN, BK), (tn, kt)), sb[s], full[s])
+                else:  # this block's half of B's box, into the same stage of both blocks
+                    half = BN // 2
+                    A.tma_load(b.tile((half, BK), (2 * tn + rank, kt)), sb[s].tile((half, BK), (rank, 0)), full[s],
+                               multicast=0b11)
     with A.warp_role("consumer", warps=range(4, 12), registers=232):
         wg = A.warpgroup_id() - 1  # this consumer's 64 rows of the block tile
         for j in A.range(mine):
-            cm, cn = tile_of(pid + j * SMS, tiles_m, tiles_n, GROUP_M)
+            cm, cn = tile(j)
             acc = A.mma_fragment(atom, "c")
             for kc in A.range(nk):
                 jt = j * nk + kc
@@ -215,9 +244,9 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                 A.wgmma_commit()
                 A.wgmma_wait(1)  # the previous k-block's wgmmas retired: its stage may be refilled
                 if kc > 0:
-                    _release(empty[(jt - 1) % STAGES], RELEASE)
+                    _release(empty, remote, (jt - 1) % STAGES, RELEASE)
             A.wgmma_wait(0)
-            _release(empty[(j * nk + nk - 1) % STAGES], RELEASE)
+            _release(empty, remote, (j * nk + nk - 1) % STAGES, RELEASE)
             if EPILOGUE == "tma":
                 # 64-column boxes through two shared buffers: each box's bias, activation and
                 # conversion are applied to its 32 accumulator values, which are written from
@@ -269,6 +298,32 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                     A.assert_tag(out, lambda r, col, tg: tg == (r, col), "c[i, j] = row i of A · row j of B")
         if EPILOGUE == "tma":
             A.tma_store_wait(0)  # every store of the block complete before it exits
+    if CLUSTER > 1:
+        A.cluster_barrier()  # no block exits while its peer may still arrive on its mbarriers
+
+
+def _tile(i: Any, *, pid: Any, tiles_m: Any, tiles_n: Any, group_m: int, sms: int, cluster: int) -> tuple[Any, Any]:
+    """``(tm, tn)`` of the ``i``-th tile block ``pid`` visits.  Without clusters: tile number
+    ``pid + i·sms`` in grouped order.  On 2-block clusters: cluster ``pid // 2`` visits tile pairs
+    ``pid // 2 + i·sms/2`` of the ``cdiv(tiles_m, 2) x tiles_n`` pair grid (grouped order,
+    ``group_m / 2`` pair rows per group) and the block of rank ``r`` takes tile row ``2·pm + r``;
+    a block past the last tile row (odd ``tiles_m``) still loads and multicasts its half of B,
+    its own A and C boxes lie outside the tensors (zero-filled loads, clipped stores)."""
+    if cluster == 1:
+        return tile_of(pid + i * sms, tiles_m, tiles_n, group_m)
+    pm, tn = tile_of(pid // 2 + i * (sms // 2), symbolic.ceil_div(tiles_m, 2), tiles_n, group_m // 2)
+    return 2 * pm + A.cluster_rank(), tn
+
+
+def _cluster(cluster: int, sms: int, group_m: int) -> int:
+    """Check the cluster size of a specialization: 1, or 2 (a pair of vertically adjacent tiles
+    shares B's box, each block loading half of it by TMA multicast)."""
+    if cluster not in (1, 2):
+        raise GemmError(f"CLUSTER={cluster!r}: use 1 or 2")
+    if cluster == 2 and (sms % 2 or group_m % 2):
+        raise GemmError(f"CLUSTER=2 needs an even SMS and GROUP_M (got SMS={sms}, GROUP_M={group_m})",
+                        hint="clusters of 2 blocks walk tile pairs: the persistent grid and the tile groups come in pairs")
+    return cluster
 
 
 def _epilogue(how: str, tout: Any, bn: int) -> str:
@@ -286,17 +341,23 @@ def _epilogue(how: str, tout: Any, bn: int) -> str:
     return how
 
 
-def _release(stage: Any, how: str) -> None:
-    """The consumers give a stage back to the producer once their wgmmas reading it retired.
+def _release(empty: Any, remote: Any, s: Any, how: str) -> None:
+    """The consumers give stage ``s`` back to the producer once their wgmmas reading it retired
+    (on a 2-block cluster, also to the peer's producer, whose multicast writes into this block's
+    stage: ``remote`` is the peer's ``empty`` array).
 
-    ``"threads"``: each of the 256 consumer threads arrives (the barrier counts 256).
+    ``"threads"``: each of the 256 consumer threads arrives (the barrier counts 256 per block).
     ``"warpgroups"``: the consumer threads meet at named barrier 1 — every thread's
-    ``wgmma_wait`` happens before it — and one thread arrives (the barrier counts 1)."""
+    ``wgmma_wait`` happens before it — and one thread arrives (the barrier counts 1 per block)."""
     if how == "threads":
-        A.arrive(stage)
+        A.arrive(empty[s])
+        if remote is not None:
+            A.arrive(remote[s])
     elif how == "warpgroups":
         A.named_barrier(1, 256)
-        A.arrive(stage, elected=128)
+        A.arrive(empty[s], elected=128)
+        if remote is not None:
+            A.arrive(remote[s], elected=128)
     else:
         raise GemmError(f"RELEASE={how!r}: use 'threads' or 'warpgroups'")
 

@@ -10,7 +10,8 @@ A kernel's parameters are annotated:
   :meth:`Kernel.specialize`) is baked into the specialization.
 
 ``@kernel(threads=..., grid=..., cluster=..., assume=...)``: ``grid`` and ``assume`` are
-functions whose parameter names pick sizes, consts and tensors by name; ``assume`` returns
+functions whose parameter names pick sizes, consts and tensors by name; ``cluster`` is a triple
+or a function of consts returning one (a cluster shape chosen per specialization); ``assume`` returns
 conditions (sympy relations over sizes, :func:`aligned`, :func:`no_alias`, and properties of
 index tensors: :func:`ids_in_range`, :func:`monotone`) that the verifier may assume and the
 runtime checks at launch.
@@ -165,7 +166,7 @@ class Kernel:
     """A kernel definition; :meth:`specialize` traces one specialization into IR."""
 
     def __init__(self, fn: Callable[..., Any], threads: int, grid: Callable[..., Any] | None,
-                 cluster: tuple[int, int, int], assume: Callable[..., Any] | None) -> None:
+                 cluster: tuple[int, int, int] | Callable[..., Any], assume: Callable[..., Any] | None) -> None:
         self.fn = fn
         self.name = fn.__name__
         self.threads = threads
@@ -239,7 +240,6 @@ class Kernel:
 
             self._rewritten = rewrite_kernel_body(self.fn, ops.REWRITE_HELPERS)
         builder = B.Builder(self.name, self.threads)
-        builder.cluster = tuple(self.cluster)
         const_env = dict(consts)
         sizes: dict[str, sympy.Symbol] = {}
         params: list[N.Param] = []
@@ -263,6 +263,8 @@ class Kernel:
                     position=self.position,
                 )
         env = {**sizes, **const_env, **arguments}
+        cluster = self._cluster(const_env)
+        builder.cluster = cluster
         grid = (1,)
         if self.grid is not None:
             grid = _call_by_names(self.grid, env, "grid")
@@ -290,11 +292,26 @@ class Kernel:
             name=self.name,
             params=tuple(params),
             consts=consts,
-            launch=N.LaunchConfig(self.threads, tuple(symbolic.normalize(g) for g in grid), self.cluster),
+            launch=N.LaunchConfig(self.threads, tuple(symbolic.normalize(g) for g in grid), cluster),
             assumptions=tuple(assumptions),
             body=body,
             loc=self.position,
         ))
+
+    def _cluster(self, consts: dict[str, Any]) -> tuple[int, int, int]:
+        """The cluster shape of a specialization: the declared triple, or what the declared
+        function returns for the consts (a cluster shape is compile-time: it needs constants)."""
+        shape = _call_by_names(self.cluster, consts, "cluster") if callable(self.cluster) else self.cluster
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        shape = shape + (1,) * (3 - len(shape))
+        if len(shape) != 3 or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in shape):
+            raise B.SpecError(f"kernel {self.name}: cluster={shape!r} must be up to three positive integers "
+                              "(a function of consts only)", position=self.position,
+                              hint="e.g. cluster=lambda CLUSTER: (CLUSTER, 1, 1)")
+        if shape[0] * shape[1] * shape[2] > 16:
+            raise B.SpecError(f"kernel {self.name}: cluster={shape!r} has more than 16 blocks", position=self.position,
+                              hint="Hopper clusters hold at most 16 blocks (8 portably)")
+        return shape
 
     def _global_param(self, name: str, index: int, spec: GlobalSpec, sizes: dict[str, sympy.Symbol],
                       consts: dict[str, Any]) -> Tensor:
@@ -352,7 +369,7 @@ class Kernel:
 
 
 def kernel(*, threads: int, grid: Callable[..., Any] | None = None,
-           cluster: tuple[int, int, int] = (1, 1, 1), assume: Callable[..., Any] | None = None):
+           cluster: tuple[int, int, int] | Callable[..., Any] = (1, 1, 1), assume: Callable[..., Any] | None = None):
     """Declare a kernel: ``@kernel(threads=128, grid=lambda n, BLOCK: (cdiv(n, BLOCK),))``."""
     if not isinstance(threads, int) or threads <= 0 or threads > 1024 or threads % 32:
         raise B.SpecError(f"threads={threads}: must be a positive multiple of 32 up to 1024",

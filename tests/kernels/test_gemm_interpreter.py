@@ -52,6 +52,38 @@ def test_gemm_matches_numpy(shape, sms, stages):
     assert np.all(np.abs(out - reference) <= numerics.mma_tolerance(a, b.T))
 
 
+# clusters of two blocks: B's box multicast into both; odd tile rows (the last pair's second
+# block lies past M and only feeds B to its peer), several tile pairs per cluster, both releases
+@pytest.mark.parametrize("shape, sms, release", [((200, 136, 72), 2, "warpgroups"), ((330, 72, 136), 4, "threads")])
+def test_cluster_of_two_blocks_matches_numpy(shape, sms, release):
+    m, n, k = shape
+    a, b = _operands(sum(shape) + 1, m, n, k)
+    kernel = gemm_kernel().specialize(BN=64, STAGES=2, SMS=sms, GROUP_M=2, CLUSTER=2, RELEASE=release)
+    assert kernel.launch.cluster == (2, 1, 1)
+    check.check(kernel)
+    out = Interpreter(kernel).run({"a": a, "b": b, "c": np.zeros((m, n), np.float32)}, {"M": m, "N": n, "K": k})["c"]
+    np.testing.assert_array_equal(out, numerics.round_to("bf16", numerics.mma(a, b.T, None, a_dtype="bf16")))
+
+
+@pytest.mark.parametrize("tiles_m, tiles_n, group", [(5, 3, 2), (4, 4, 16), (1, 7, 8)])
+def test_cluster_tile_pairs_cover_every_tile_once(tiles_m, tiles_n, group):
+    """Cluster u visits pairs u, u + units, ...; rank r takes row 2·pm + r: every tile is taken
+    once, and the only extra tiles are the second rows of the last pair (odd tiles_m)."""
+    pairs_m = -(-tiles_m // 2)
+    taken = [(2 * pm + r, tn) for t in range(pairs_m * tiles_n) for pm, tn in [tile_of(t, pairs_m, tiles_n, group // 2)]
+             for r in (0, 1)]
+    inside = [t for t in taken if t[0] < tiles_m]
+    assert sorted(inside) == sorted({(i, j) for i in range(tiles_m) for j in range(tiles_n)})
+    assert len(taken) - len(inside) == (tiles_n if tiles_m % 2 else 0)
+
+
+def test_cluster_configuration_errors_have_hints():
+    with pytest.raises(GemmError, match="use 1 or 2"):
+        gemm_kernel().specialize(CLUSTER=3)
+    with pytest.raises(GemmError, match="even SMS"):
+        gemm_kernel().specialize(CLUSTER=2, SMS=131)
+
+
 def test_fp16_inputs_and_output():
     m, n, k = 130, 72, 40
     a, b = _operands(3, m, n, k, "f16")
