@@ -79,6 +79,18 @@ def test_transpose_of_a_tile_keeps_the_tiles_coordinates_and_validity():
     assert t.T.layout == tile.layout
 
 
+def test_permute_carries_the_validity_of_a_partial_tile():
+    import sympy
+
+    m = sympy.Symbol("M", integer=True, positive=True)
+    x = _view((m, 64), (64, 1))
+    tile = x.tile((16, 64), (3, 0))  # rows 48..63: valid where 48 + row < M
+    t = tile.T
+    assert t.view.valid == sympy.Lt(48 + COORDS[1], m)
+    grouped = x.tile((16, 64), (3, 0)).permute((1, 0))  # one mode: column fastest, then the row
+    assert grouped.view.valid.subs(COORDS[0], 64 * 5 + 7) == sympy.Lt(53, m)
+
+
 @pytest.mark.parametrize("modes, message", [((0,), "exactly once"), ((0, 0), "exactly once"), ((0, 2), "exactly once"),
                                             ((0, ()), "exactly once"), ((True, 0), "exactly once")])
 def test_permute_refuses_modes_that_are_not_a_permutation(modes, message):
