@@ -185,11 +185,66 @@ def apart(x: tuple[int, int], y: tuple[int, int]) -> bool:
     return g > 1 and (x[1] - y[1]) % g != 0
 
 
+@dataclass(frozen=True, eq=False)
+class NestedStage:
+    """Two nested loops ``(outer, inner)`` whose *flattened counter* ``f = (o − o₀)·n + (i − i₀)``
+    (``n`` the inner trip count) selects a staged buffer's stage ``(f + c) % S``: the ring of
+    a persistent kernel, which runs on across the outer loop's iterations (tiles)."""
+
+    outer: Any
+    inner: Any
+    n: Any
+
+    @property
+    def var(self) -> sympy.Symbol:
+        return self.inner.var
+
+    @property
+    def vars(self) -> tuple[sympy.Symbol, sympy.Symbol]:
+        return (self.outer.var, self.inner.var)
+
+
+def staged_vars(entry: Any) -> tuple[sympy.Symbol, ...]:
+    """The loop counters a staged-loop entry of a witness stands for."""
+    lp = entry[0] if isinstance(entry, tuple) else entry
+    return lp.vars if isinstance(lp, NestedStage) else (lp.var,)
+
+
+def _nested_stages(address: Any, loops: tuple[Any, ...]) -> tuple[Any, list]:
+    """The ring stages of nested loops in ``address`` (see :class:`NestedStage`)."""
+    found = []
+    for outer, inner in itertools.pairwise(loops):
+        if outer.step != 1 or inner.step != 1:
+            continue
+        if outer.var in (sympy.sympify(inner.start).free_symbols | sympy.sympify(inner.stop).free_symbols):
+            continue
+        n = inner.stop - inner.start
+        flat = sympy.expand((outer.var - outer.start) * n + inner.var - inner.start)
+        for m in address.atoms(sympy.Mod):
+            if not {outer.var, inner.var} <= m.free_symbols:
+                continue
+            arg, modulus = m.args
+            c = sympy.expand(arg - flat)
+            if not (isinstance(modulus, sympy.Integer) and modulus > 1 and isinstance(c, sympy.Integer)):
+                continue
+            p = sympy.Symbol(f"__stage_{outer.var.name}_{inner.var.name}", integer=True, nonnegative=True)
+            replaced = address.xreplace({m: p})
+            if {outer.var, inner.var} & replaced.free_symbols:
+                continue
+            address = replaced
+            found.append((NestedStage(outer, inner, n), int(modulus), int(c) % int(modulus), p))
+            break
+    return address, found
+
+
 def _stages(address: Any, loops: tuple[Any, ...]) -> tuple[Any, tuple[tuple[Any, int, int, sympy.Symbol], ...]]:
     """Loops whose counter enters ``address`` only as ``(k + c) % S`` (a staged buffer:
     iteration ``k`` writes stage ``(k + c) % S``), each with a symbol ``P`` standing for that
-    stage; returns the address with the stages replaced by their symbols."""
-    found = []
+    stage; returns the address with the stages replaced by their symbols.  Two nested loops
+    whose flattened counter selects the stage are one entry (:class:`NestedStage`)."""
+    address, found = _nested_stages(address, loops)
+    nested = {v for entry in found for v in staged_vars(entry)}
+    loops = tuple(lp for lp in loops if lp.var not in nested)
     for lp in loops:
         if lp.step != 1:
             continue
@@ -613,7 +668,7 @@ class Analysis:
         if not self.is_logical(writer.view.buffer):
             address, periodic = _stages(address, site.loops)
         latest, monotone = self._latest_loops(writer, address, pinned)
-        staged = {lp.var for lp, *_ in periodic}
+        staged = {v for entry in periodic for v in staged_vars(entry)}
         latest = tuple(lp for lp in latest if lp.var not in staged)
         monotone = tuple(lp for lp in monotone if lp.var not in staged)
         free = [v for v in variables if v.symbol not in {lp.var for lp in latest} | staged]
@@ -735,7 +790,7 @@ class Analysis:
         for cond in site.conditions:
             if cond.what != "loop":
                 symbols |= cond.expr.free_symbols
-        return tuple(entry for entry in witness.periodic if entry[0].var in symbols)
+        return tuple(entry for entry in witness.periodic if set(staged_vars(entry)) & symbols)
 
     def staged_iterations(self, writer: Writer, witness: Witness, reader: Instance,
                           values: dict) -> dict[sympy.Symbol, T.Term]:
@@ -744,6 +799,9 @@ class Analysis:
         common = common_loops(writer.site, reader.site)
         out: dict[sympy.Symbol, T.Term] = {}
         for lp, s, c, p in witness.periodic:
+            if isinstance(lp, NestedStage):
+                out.update(self._nested_stage_iterations(writer, reader, lp, s, c, values[p], values))
+                continue
             if lp in common:
                 if common[-1] is not lp:
                     raise EncodingError(f"{writer.site.describe()}: a staged write inside a loop nested in "
@@ -776,6 +834,70 @@ class Analysis:
             stage = values[p]
             out[lp.var] = self._named(f"w{writer.site.index}.{lp.var.name}",
                                       T.sub(last, T.floormod(T.sub(T.add(last, c), stage), s)))
+        return out
+
+    def _nested_stage_iterations(self, writer: Writer, reader: Instance, nest: NestedStage, stages: int,
+                                 offset: int, stage: T.Term, values: dict) -> dict[sympy.Symbol, T.Term]:
+        """:meth:`staged_iterations` for a ring over nested loops: the flattened iteration
+        ``F`` that wrote stage ``P`` (the latest before the reader, or for another role's TMA
+        copy the one whose phase the reader observed: ``first + S·q``), then the writer's
+        counters ``(o₀ + F div n, i₀ + F mod n)`` — stated as the reader's own counters where
+        the reader runs in a nest of the same inner trip count and ``F`` is its flattened
+        counter, so that the usual case needs no division by the symbolic ``n``."""
+        from argus.abstract_interp import asynchrony
+        from argus.abstract_interp.mbarrier import flattened
+
+        outer, inner = nest.outer, nest.inner
+        env = {**reader.values, **values}
+        n = self.encoder.term(nest.n, env)
+        o0, i0 = self.encoder.term(outer.start, env), self.encoder.term(inner.start, env)
+        common = common_loops(writer.site, reader.site)
+        name = f"w{writer.site.index}.{outer.var.name}.{inner.var.name}"
+
+        def latest_below(bound: T.Term) -> T.Term:
+            last = T.sub(bound, 1)
+            return self._named(name, T.sub(last, T.floormod(T.sub(T.add(last, offset), stage), stages)))
+
+        delivered = False
+        if common[-2:] == (outer, inner) or common[-1:] == (inner,):
+            f_r = T.add(T.mul(T.sub(reader.values[outer.var], o0), n), T.sub(reader.values[inner.var], i0))
+            flat = latest_below(f_r if writer.site.index > reader.site.index else T.add(f_r, 1))
+        elif common and common[-1] is outer:
+            done = T.sub(reader.values[outer.var], o0)
+            flat = latest_below(T.mul(T.add(done, 1) if writer.site.index < reader.site.index else done, n))
+        elif not common and any(c.what == "role" for c in (*writer.site.conditions, *reader.site.conditions)):
+            if not (isinstance(writer.site.op, N.Copy) and getattr(writer.site.op, "mbarrier", None) is not None):
+                raise EncodingError(f"{writer.site.describe()}: a staged write of another warp role that no "
+                                    "mbarrier delivers to its reader")
+            m = asynchrony.model(self)
+            bar = m.bars[writer.site.index].buffer.name
+            elem = flattened(writer.site, asynchrony.element_expr(writer.site, m.bars[writer.site.index]))
+            if elem is None:
+                raise EncodingError(f"{writer.site.describe()}: its mbarrier element is not a function of the "
+                                    "flattened counter of its loops")
+            first = T.floormod(T.sub(stage, offset), stages)
+            element = self.encoder.term(elem[1], {**env, elem[0]: first})
+            phase = asynchrony.observed(self, m, reader, bar, element)
+            pinned = self.__dict__.setdefault("_delivered", set())
+            flat = T.int_var(f"{name}.delivered#{len(pinned)}", 0)
+            self.__dict__.setdefault("definitions", {})[flat.name] = (flat, T.add(first, T.mul(stages, phase)))
+            delivered = True
+        else:
+            trips = self.encoder.term(outer.trip_count(), env)
+            flat = latest_below(T.mul(trips, n))
+        positive = T.ite(T.gt(n, 0), n, 1)  # (no iteration at all when n <= 0)
+        div, mod = T.floordiv(flat, positive), T.floormod(flat, positive)
+        nest_r = reader.site.loops[-2:] if len(reader.site.loops) >= 2 else ()
+        if len(nest_r) == 2 and sympy.simplify(nest_r[1].stop - nest_r[1].start - nest.n) == 0 \
+                and nest_r[0].start == outer.start and nest_r[1].start == inner.start:
+            ro, ri = nest_r
+            f_r = T.add(T.mul(T.sub(reader.values[ro.var], o0), n), T.sub(reader.values[ri.var], i0))
+            same = T.eq(flat, f_r)
+            div = T.ite(same, T.sub(reader.values[ro.var], o0), div)
+            mod = T.ite(same, T.sub(reader.values[ri.var], i0), mod)
+        out = {outer.var: T.add(o0, div), inner.var: T.add(i0, mod)}
+        if delivered:
+            self.__dict__["_delivered"].add(out[outer.var])
         return out
 
     def _delivered_iteration(self, writer: Writer, reader: Instance, lp: Any, stages: int, offset: int,

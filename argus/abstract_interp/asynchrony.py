@@ -426,8 +426,15 @@ def wait_phase(a: Any, m: Model, wait: Site, values: dict) -> T.Term:
 
 def observed(a: Any, m: Model, at: Instance, bar: str, element: T.Term) -> T.Term:
     """The phase of ``bar[element]`` the thread of ``at`` last observed before it (``-1``: the
-    initial state): its latest wait on that element in the same iteration, or before the loop."""
+    initial state): its latest wait on that element in the same iteration, or before the loop,
+    or in an earlier iteration (:func:`_earlier_wait`: a release of the previous iteration's
+    stage, or after the loop, observed the stage's phase iterations ago)."""
     out: T.Term = T.int_const(-1)
+    looped = [w for w in m.waits if m.bars[w.index].buffer.name == bar and w.loops]
+    if len(looped) == 1:  # one wait site in loops: its latest earlier instance is well defined
+        earlier = _earlier_wait(a, m, looped[0], at, element)
+        if earlier is not None:
+            out = T.ite(earlier[0], earlier[1], out)
     for wait in m.waits:
         if m.bars[wait.index].buffer.name != bar or wait.index >= at.site.index:
             continue
@@ -437,6 +444,57 @@ def observed(a: Any, m: Model, at: Instance, bar: str, element: T.Term) -> T.Ter
         hit = T.and_(_thread_path(a, wait, values), T.eq(_element(a, m, wait, values), element))
         out = T.ite(hit, wait_phase(a, m, wait, values), out)  # later waits override earlier ones
     return out
+
+
+def _earlier_wait(a: Any, m: Model, wait: Site, at: Instance, element: T.Term) -> tuple[T.Term, T.Term] | None:
+    """``(hit, phase)`` of the latest instance of ``wait`` on ``element`` in an iteration of its
+    loops that ended before ``at`` (same-iteration instances are :func:`observed`'s own case):
+    its loops' flattened counter ``f`` runs below a bound ``U`` (the reader's own ``f``, or the
+    iterations its enclosing loops completed), the element is ``(f + c) % S``, so the latest is
+    ``U − 1 − ((U − 1 + c − e) mod S)``; ``None`` where the wait does not have that shape."""
+    from argus.abstract_interp.mbarrier import flat_position, flat_trips, flattened
+
+    op: N.MbarrierWait = wait.op
+    if op.phase is None:
+        return None
+    counters = {lp.var for lp in wait.loops}
+    own = [c for c in wait.conditions if c.what != "loop"]
+    if any(counters & sympy.sympify(wait.expr(c.expr)).free_symbols for c in own):
+        return None
+    elem = flattened(wait, element_expr(wait, m.bars[wait.index]))
+    phase = flattened(wait, op.phase)
+    if elem is None or phase is None:
+        return None
+    flat, elem_f = elem
+    shape = _periodic_flat(elem_f, flat)
+    if shape is None:
+        return None
+    offset, stages = shape
+    common = common_loops(wait, at.site)
+    values = dict(at.values)
+    if common == tuple(wait.loops):
+        bound = flat_position(a, wait, values)
+    elif len(common) == 1 and len(wait.loops) == 2:
+        outer = wait.loops[0]
+        done = T.sub(values[outer.var], a.encoder.term(outer.start, values))
+        if wait.index < at.site.index:
+            done = T.add(done, 1)
+        bound = flat_trips(a, wait, values, done)
+    elif not common and wait.index < at.site.index:
+        bound = flat_trips(a, wait, values)
+    else:
+        return None
+    last = T.sub(bound, 1)
+    latest = T.sub(last, T.floormod(T.sub(T.add(last, a.encoder.term(offset, values)), element), stages))
+    path = sympy.And(*(c.expr for c in own), *((wait.expr(op.elected),) if op.elected is not None else ()))
+    hit = T.and_(T.le(0, latest), T.le(0, element), T.lt(element, stages), a.encoder.term(wait.expr(path), values))
+    return hit, a.encoder.term(phase[1], {**values, flat: latest})
+
+
+def _periodic_flat(expr: Any, flat: sympy.Symbol) -> tuple[Any, int] | None:
+    from argus.abstract_interp.mbarrier import _periodic
+
+    return _periodic(expr, flat)
 
 
 def copy_phase(a: Any, m: Model, copy: Instance) -> T.Term:
@@ -889,16 +947,16 @@ def _released(a: Any, m: Model, reader: Instance, wgmma: bool, writer: Instance)
     it, and its round is the one the reader's block counts (every block of a cluster runs the
     same program, so the rounds of an element agree; the ``async`` and ``phase`` VCs of the
     other blocks order the rounds that would not)."""
-    guards = {m.bars[w.index].buffer.name for w in m.waits
-              if w.index < writer.site.index and tuple(w.loops) == common_loops(w, writer.site)}
+    guards = {m.bars[w.index].buffer.name for w in m.waits if w.index < writer.site.index}
     if not guards:
         return T.FALSE
     site = reader.site
     start = site.index
     if wgmma:
         retire = [w for w in m.wgmma_waits if w.index > site.index and w.loops == site.loops and w.op.pending == 0]
-        if not retire:
-            return T.FALSE
+        if not retire:  # retired by a wait_group(n > 0) of a later iteration, or after the loop
+            pipelined = _pipelined_releases(a, m, reader, wgmma, writer, guards)
+            return T.or_(*pipelined) if pipelined else T.FALSE
         start = retire[0].index
     clustered = cluster_size(a.kernel) > 1
     here = same_block(a, reader.values, writer.values) if clustered else T.TRUE
@@ -944,7 +1002,92 @@ def _released(a: Any, m: Model, reader: Instance, wgmma: bool, writer: Instance)
             else:
                 continue
             options.append(T.and_(reaches, _thread_path(a, s, values), T.ge(observed(a, m, writer, name, element), rho)))
+    if release is None or not _releases_its_stage(a, m, reader, release):
+        options += _pipelined_releases(a, m, reader, wgmma, writer, guards)
     return T.or_(*options) if options else T.FALSE
+
+
+def _releases_its_stage(a: Any, m: Model, reader: Instance, release: Site) -> bool:
+    """Does ``release`` (an arrive after the read in its iteration) name the element of the
+    reader's latest wait, unconditionally?  Otherwise (it gives back the previous iteration's
+    stage) the read's own release comes later (:func:`_pipelined_releases`)."""
+    site = reader.site
+    waits = [w for w in m.waits if w.index <= site.index and w.loops == site.loops]
+    if not waits or release.loops != site.loops:
+        return False
+    if any(c.what not in ("loop", "role") and not any(c is x for x in site.conditions) for c in release.conditions):
+        return False
+    mine, theirs = element_expr(waits[-1], m.bars[waits[-1].index]), element_expr(release, m.bars[release.index])
+    return sympy.simplify(mine - theirs) == 0
+
+
+def _stage_of(a: Any, m: Model, reader: Instance) -> T.Term | None:
+    """The mbarrier element of the latest wait before ``reader`` in its iteration (the wait
+    itself for a wait): the stage whose data the reader uses."""
+    site = reader.site
+    waits = [w for w in m.waits if w.index <= site.index and w.loops == site.loops
+             and [id(c) for c in w.conditions] == [id(c) for c in site.conditions][:len(w.conditions)]]
+    if not waits:
+        return None
+    return _element(a, m, waits[-1], dict(reader.values))
+
+
+def _commit_sites_between(m: Model, loops: tuple, lo: int, hi: int) -> int:
+    """wgmma commit sites of a loop body strictly between two static indices (unconditional)."""
+    return sum(1 for c in m.wgmma_commits if c.loops == loops and lo < c.index < hi
+               and all(x.what == "loop" or x.what == "role" for x in c.conditions))
+
+
+def _pipelined_releases(a: Any, m: Model, reader: Instance, wgmma: bool, writer: Instance,
+                        guards: set[str]) -> list[T.Term]:
+    """Releases of a read that come in a later iteration or after the loop: the reader's
+    thread arrives on the element of the stage it read (the element of its latest wait) in
+    the next iteration of its innermost loop, or — in that loop's last iteration — after the
+    loop; a wgmma read needs a ``wgmma.wait_group(n)`` before that arrive with at least ``n``
+    groups committed after the read's (a pipelined release: the previous k-block's stage is
+    given back once ``wait_group(1)`` retired it, the last one after ``wait_group(0)``).  An
+    arrive on that element is a release of the read; a later one of the same element only
+    comes after it, so the writer observing its round observed the first one's too."""
+    site = reader.site
+    if not site.loops or cluster_size(a.kernel) > 1:
+        return []
+    stage = _stage_of(a, m, reader)
+    if stage is None:
+        return []
+    loop = site.loops[-1]
+    body = [s.index for s in a.program.sites if loop in s.loops]
+    end = max(body)
+    after_read = _commit_sites_between(m, site.loops, site.index, end + 1) if wgmma else 0
+    values = dict(reader.values)
+    options = []
+    nxt = {**values, loop.var: T.add(values[loop.var], loop.step)}
+    last = T.eq(T.add(values[loop.var], loop.step), a.encoder.term(loop.stop, values))
+    outer = tuple(site.loops[:-1])
+    for s in m.arrives:
+        if m.bars[s.index].buffer.name not in guards or remote(m, s):
+            continue
+        if s.loops == site.loops:
+            at_values, when, lo = nxt, T.lt(nxt[loop.var], a.encoder.term(loop.stop, values)), min(body) - 1
+            loops_of_wait = site.loops
+        elif s.loops == outer and s.index > end:
+            at_values, when, lo = values, last, end
+            loops_of_wait = outer
+        else:
+            continue
+        if wgmma:
+            retired = any(w.loops == loops_of_wait and lo < w.index < s.index
+                          and w.op.pending <= after_read + _commit_sites_between(m, loops_of_wait, lo, w.index)
+                          and all(x.what in ("loop", "role") for x in w.conditions)
+                          for w in m.wgmma_waits)
+            if not retired:
+                continue
+        at = Instance(s, at_values)
+        name = m.bars[s.index].buffer.name
+        element = _element(a, m, s, at_values)
+        rho = _rounds_before(a, m, name, at, element)
+        options.append(T.and_(when, _thread_path(a, s, at_values), T.eq(element, stage),
+                              T.ge(observed(a, m, writer, name, element), rho)))
+    return options
 
 
 def _cp_async_ordered(a: Any, m: Model, reader: Instance, copy: Instance) -> T.Term:

@@ -51,6 +51,14 @@ from argus.ir import nodes as N
 from argus.smt import terms as T
 
 
+@dataclass(frozen=True)
+class _FlatLoop:
+    """The flattened counter of two nested loops, as :meth:`Counter._in_range` reads a loop."""
+
+    var: sympy.Symbol
+    op: N.For
+
+
 class NotModelled(EncodingError):
     """A shape of synchronisation the closed forms do not cover (the VC is ``unknown``; a read
     resolved through it is havocked with the reason)."""
@@ -111,6 +119,85 @@ def bar_view(op: N.Op) -> N.View | None:
     return None
 
 
+#: a condition ``inner counter >= start + a`` on a site in nested loops is modelled up to this ``a``
+_SKIP_LIMIT = 8
+
+
+def _lower_bound(cond: Any, var: sympy.Symbol) -> Any:
+    """``a`` when ``cond`` is ``var >= a`` (or ``var > a − 1``) with ``a`` free of ``var``."""
+    if isinstance(cond, (sympy.GreaterThan, sympy.StrictGreaterThan, sympy.LessThan, sympy.StrictLessThan)):
+        lhs, rhs = cond.lhs, cond.rhs
+        if isinstance(cond, (sympy.LessThan, sympy.StrictLessThan)):
+            lhs, rhs = rhs, lhs
+            strict = isinstance(cond, sympy.StrictLessThan)
+        else:
+            strict = isinstance(cond, sympy.StrictGreaterThan)
+        if lhs == var and var not in sympy.sympify(rhs).free_symbols:
+            return rhs + 1 if strict else rhs
+    return None
+
+
+def flattened(site: Site, expr: Any) -> tuple[sympy.Symbol, Any] | None:
+    """``(f, e)`` with ``e`` (over ``f``) equal to ``expr`` at every iteration of the site's
+    symbolic loops, ``f`` their flattened counter (``k − k₀`` for one loop; ``(o − o₀)·n + (i − i₀)``
+    for two rectangular nested loops, ``n`` the inner trip count); ``None`` when ``expr`` is
+    not a function of ``f`` alone or the loops do not have that shape."""
+    flat = sympy.Symbol("__flat", integer=True)
+    expr = sympy.sympify(site.expr(expr))
+    if any(lp.step != 1 for lp in site.loops) or not site.loops or len(site.loops) > 2:
+        return None
+    if len(site.loops) == 1:
+        (loop,) = site.loops
+        out = expr.xreplace({loop.var: loop.start + flat})
+        return (flat, out) if loop.var not in out.free_symbols else None
+    outer, inner = site.loops
+    if outer.var in (sympy.sympify(inner.start).free_symbols | sympy.sympify(inner.stop).free_symbols):
+        return None
+    n = inner.stop - inner.start
+    out = expr.xreplace({inner.var: inner.start + flat - (outer.var - outer.start) * n})
+    out = out.replace(lambda x: isinstance(x, (sympy.Mod, sympy.floor)),
+                      lambda x: x.func(*(sympy.expand(arg) for arg in x.args)))
+    out = sympy.expand(out)
+    return (flat, out) if not {outer.var, inner.var} & out.free_symbols else None
+
+
+def flat_position(a: Any, site: Site, values: dict) -> T.Term:
+    """The flattened counter (see :func:`flattened`) of an instance of ``site``."""
+    if len(site.loops) == 1:
+        (loop,) = site.loops
+        return T.sub(values[loop.var], a.encoder.term(loop.start, values))
+    outer, inner = site.loops
+    n = a.encoder.term(inner.stop - inner.start, values)
+    return T.add(T.mul(T.sub(values[outer.var], a.encoder.term(outer.start, values)), n),
+                 T.sub(values[inner.var], a.encoder.term(inner.start, values)))
+
+
+def flat_trips(a: Any, site: Site, values: dict, outer_done: T.Term | None = None) -> T.Term:
+    """How many flattened iterations of ``site``'s loops there are (``outer_done``: in that
+    many iterations of the outer loop)."""
+    if len(site.loops) == 1:
+        (loop,) = site.loops
+        return a.encoder.term(loop.trip_count(), values) if outer_done is None else outer_done
+    outer, inner = site.loops
+    n = a.encoder.term(inner.stop - inner.start, values)
+    done = a.encoder.term(outer.trip_count(), values) if outer_done is None else outer_done
+    return T.mul(done, n)
+
+
+def _strided(expr: Any, var: sympy.Symbol) -> tuple[Any, Any, int] | None:
+    """``(n, c, S)`` when ``expr == (n·var + c) % S`` with ``n`` and ``c`` free of ``var`` (the
+    ring stage of the last k-block of tile ``var``: ``(var·nk + nk − 1) % S``)."""
+    if isinstance(expr, sympy.Mod):
+        inner, modulus = expr.args
+        if modulus.is_Integer and int(modulus) > 0:
+            inner = sympy.expand(inner)
+            n = inner.coeff(var)
+            c = sympy.expand(inner - n * var)
+            if n != 0 and var not in sympy.sympify(n).free_symbols and var not in c.free_symbols:
+                return n, c, int(modulus)
+    return None
+
+
 def _periodic(expr: Any, var: sympy.Symbol) -> tuple[Any, int] | None:
     """``(c, S)`` when ``expr == (var + c) % S``."""
     if isinstance(expr, sympy.Mod):
@@ -131,13 +218,14 @@ class Counter:
     def term(self, expr: Any, values: dict) -> T.Term:
         return self.analysis.encoder.term(expr, values)
 
-    def _factor(self, site: Site, values: dict) -> T.Term:
+    def _factor(self, site: Site, values: dict, skip: Iterable[Any] = ()) -> T.Term:
         """1 when the site's block-uniform conditions hold, else 0 (conditions on the thread
-        choose who executes it, not whether it runs)."""
+        choose who executes it, not whether it runs; ``skip``: conditions the count handles)."""
         tid = self.analysis.tid
         parts = []
+        skipped = {id(c) for c in skip}
         for cond in site.conditions:
-            if cond.what == "loop":
+            if cond.what == "loop" or id(cond) in skipped:
                 continue
             expr = sympy.sympify(site.expr(cond.expr))
             if tid in expr.free_symbols:
@@ -151,8 +239,10 @@ class Counter:
         thread of ``values``) whose ``elem`` (an expression over the site's counter) equals
         ``element``."""
         values = dict(at.values) if at is not None else dict(values or {})
-        if len(site.loops) > 1:
-            raise NotModelled(f"{site.describe()} is inside nested symbolic loops")
+        if len(site.loops) == 2:
+            return self._nested(site, at, element, elem, values)
+        if len(site.loops) > 2:
+            raise NotModelled(f"{site.describe()} is inside more than two nested symbolic loops")
         if not site.loops:
             if at is not None and site.index >= at.site.index:
                 return T.int_const(0)
@@ -194,12 +284,119 @@ class Counter:
             return T.ite(T.and_(T.le(lo, k), T.lt(k, hi)), 1, 0)
         shape = _periodic(elem, loop.var)
         if shape is None:
-            raise NotModelled(f"mbarrier element {elem} is neither counter + c nor (counter + c) % S in the loop "
-                              f"at {loop.op.loc}")
+            strided = _strided(elem, loop.var)
+            if strided is None:
+                raise NotModelled(f"mbarrier element {elem} is neither counter + c nor (n·counter + c) % S in the "
+                                  f"loop at {loop.op.loc}")
+            n, offset, stages = strided
+            return self._strided_count(lo, hi, self.term(n, values), self.term(offset, values), stages, element)
         offset, stages = shape
         x = T.sub(element, self.term(offset, values))
         n = T.sub(T.floordiv(T.sub(T.sub(hi, 1), x), stages), T.floordiv(T.sub(T.sub(lo, 1), x), stages))
         return T.ite(T.and_(T.gt(hi, lo), T.le(0, element), T.lt(element, stages)), n, 0)
+
+    def _strided_count(self, lo: T.Term, hi: T.Term, n: T.Term, c: T.Term, stages: int,
+                       element: T.Term) -> T.Term:
+        """``#{k in [lo, hi) : (n·k + c) % S == element}`` for a symbolic stride ``n``, in linear
+        arithmetic: by cases on ``r = n % S`` and ``d = (element − c) % S`` (constants then),
+        the ``k`` that hit are the residues ``ρ`` modulo ``S`` with ``r·ρ ≡ d``, and each
+        residue class counts ``⌊(hi − 1 − ρ)/S⌋ − ⌊(lo − 1 − ρ)/S⌋``."""
+        r_t = T.floormod(n, stages)
+        d_t = T.floormod(T.sub(element, c), stages)
+        out: T.Term = T.int_const(0)
+        for r in range(stages):
+            for d in range(stages):
+                hits = [rho for rho in range(stages) if (r * rho - d) % stages == 0]
+                parts = [T.sub(T.floordiv(T.sub(T.sub(hi, 1), rho), stages), T.floordiv(T.sub(T.sub(lo, 1), rho), stages))
+                         for rho in hits]
+                count = T.add(*parts) if parts else T.int_const(0)
+                out = T.ite(T.and_(T.eq(r_t, r), T.eq(d_t, d)), count, out)
+        return T.ite(T.and_(T.gt(hi, lo), T.le(0, element), T.lt(element, stages)), out, 0)
+
+    def _nested(self, site: Site, at: Instance | None, element: T.Term | None, elem: Any,
+                values: dict) -> T.Term:
+        """:meth:`count_before` for a site in two nested loops ``(outer, inner)``, the inner
+        loop's range independent of the outer counter: the iterations run in the order of the
+        *flattened counter* ``f = (o − o₀)·n + (i − i₀)`` (``n`` the inner trip count), which
+        takes every value of ``[0, trips(outer)·n)`` once, so the counts are those of one
+        loop over ``f``.  ``elem`` must be a function of ``f`` alone (a ring counter
+        ``it = o·n + i`` of a persistent kernel: stage ``it % S``)."""
+        outer, inner = site.loops
+        for lp in site.loops:
+            if lp.step != 1:
+                raise NotModelled(f"loop at {lp.op.loc} with step {lp.step}")
+        if outer.var in (sympy.sympify(inner.start).free_symbols | sympy.sympify(inner.stop).free_symbols):
+            raise NotModelled(f"the loop at {inner.op.loc} has a range that depends on the counter of the loop at "
+                              f"{outer.op.loc}")
+        skip = 0  # the site runs in inner iterations ``i >= i₀ + skip`` only
+        handled = []
+        for cond in site.conditions:
+            if cond.what == "loop" or not {outer.var, inner.var} & sympy.sympify(site.expr(cond.expr)).free_symbols:
+                continue
+            first = _lower_bound(sympy.sympify(site.expr(cond.expr)), inner.var)
+            offset = None if first is None else symbolic.static_value(first - inner.start)
+            if offset is None or not 0 <= offset <= _SKIP_LIMIT:
+                raise NotModelled(f"{site.describe()} runs under a condition on a loop counter (the nested loops "
+                                  f"at {outer.op.loc} and {inner.op.loc}) other than inner counter >= a constant")
+            skip = max(skip, offset)
+            handled.append(cond)
+        n = inner.stop - inner.start  # (no inner iteration when it is not positive)
+        flat = sympy.Symbol("__flat", integer=True)
+        elem_f = None
+        if elem is not None:
+            # i = i₀ + f − (o − o₀)·n: the element as a function of f, with o gone
+            elem_f = sympy.sympify(elem).xreplace({inner.var: inner.start + flat - (outer.var - outer.start) * n})
+            elem_f = sympy.expand(elem_f) if not isinstance(elem_f, sympy.Mod) else sympy.Mod(
+                sympy.expand(elem_f.args[0]), elem_f.args[1])
+            if outer.var in elem_f.free_symbols:
+                raise NotModelled(f"the mbarrier element {elem} of {site.describe()} is not a function of the "
+                                  f"flattened counter of the loops at {outer.op.loc} and {inner.op.loc}")
+        virtual = _FlatLoop(flat, outer.op)
+        lo = T.int_const(0)
+        n_t = self.term(n, values)
+        o0, i0 = self.term(outer.start, values), self.term(inner.start, values)
+        common = tuple(lp for lp in site.loops if at is not None and lp in at.site.loops)
+
+        def skipped(tiles: T.Term, b: int) -> T.Term:
+            """Executions in inner iteration ``i₀ + b`` of outer iterations ``[0, tiles)`` (which
+            the condition skips): a count over the outer counter of the element there."""
+            if elem is None:
+                return T.ite(T.gt(tiles, 0), tiles, 0)
+            at_b = sympy.sympify(elem).xreplace({inner.var: inner.start + b, outer.var: outer.start + flat})
+            strided = _strided(sympy.Mod(sympy.expand(at_b.args[0]), at_b.args[1]) if isinstance(at_b, sympy.Mod)
+                               else at_b, flat)
+            if strided is None:
+                raise NotModelled(f"mbarrier element {elem} of {site.describe()} is not (n·outer + c) % S in a "
+                                  "skipped inner iteration")
+            stride, offset, stages = strided
+            return self._strided_count(lo, tiles, self.term(stride, values), self.term(offset, values), stages,
+                                       element)
+
+        if len(common) == 2:
+            k_o, k_i = T.sub(values[outer.var], o0), T.sub(values[inner.var], i0)
+            f_at = T.add(T.mul(k_o, n_t), k_i)
+            count = self._in_range(virtual, lo, f_at, element, elem_f, {**values, flat: f_at})
+            for b in range(skip):  # outer iterations before this one, and this one's if it passed i₀ + b
+                count = T.sub(count, T.ite(T.gt(n_t, b), skipped(T.add(k_o, T.ite(T.gt(k_i, b), 1, 0)), b), 0))
+            if site.index < at.site.index:
+                same = T.TRUE if elem is None else T.eq(self.term(elem, values), element)
+                count = T.add(count, T.ite(T.and_(same, T.ge(k_i, skip)), 1, 0))
+        elif len(common) == 1:
+            done = T.sub(values[outer.var], o0)
+            if site.index < at.site.index:  # the inner loop of this outer iteration ran already
+                done = T.add(done, 1)
+            count = self._in_range(virtual, lo, T.mul(done, n_t), element, elem_f, values)
+            for b in range(skip):
+                count = T.sub(count, T.ite(T.gt(n_t, b), skipped(done, b), 0))
+        elif at is None or site.index < at.site.index:
+            trips = self.term(outer.trip_count(), values)
+            count = self._in_range(virtual, lo, T.mul(trips, n_t), element, elem_f, values)
+            for b in range(skip):
+                count = T.sub(count, T.ite(T.gt(n_t, b), skipped(trips, b), 0))
+        else:
+            return T.int_const(0)
+        start = {**values, outer.var: o0, inner.var: i0}
+        return T.ite(self._factor(site, start, skip=handled), count, 0)
 
     def total(self, sites: Iterable[Site], at: Instance | None, element: T.Term, views: dict) -> T.Term:
         """Sum of :meth:`count_before` over ``sites`` (each with its mbarrier element)."""

@@ -474,6 +474,9 @@ def _staged_lemma(b: _Builder, writer: Writer, reader_site: Site) -> None:
         at_j = a.witness_instance(writer, a.key(reader, acc.view), a.writer_params(writer, reader), reader)
         goals = []
         for lp, s, _c, _p in a.staged_guard_loops(writer):
+            if not hasattr(lp, "condition"):
+                raise EncodingError(f"a guard of {writer.describe()} depends on the counters of the nested loops "
+                                    "whose flattened counter selects its stage")
             j = at_j.values[lp.var]
             older = T.int_var(f"{lp.var.name}.older#{writer.site.index}")
             at_older = Instance(writer.site, {**at_j.values, lp.var: older})

@@ -112,3 +112,63 @@ def test_the_copy_a_consumer_sees_is_the_one_of_the_phase_it_observed():
             analysis, Instance(copy, {**block, analysis.tid: T.int_const(0), copy.loops[0].var: T.int_const(j)}),
             reader), {"K": 640})]
         assert seen == [k]
+
+
+# --------------------------------------------------------------------------- nested loops (persistent kernels)
+
+OUTER, INNER, TILES, NK = (sympy.Symbol(n, integer=True) for n in ("o", "i", "tiles", "nk"))
+
+
+class _NestedAnalysis(_Analysis):
+    tid = sympy.Symbol("tid", integer=True)
+
+
+def _nested_site(index, loops, elem_cond=None):
+    from argus.abstract_interp.program import Condition, Site
+
+    conditions = tuple(Condition(lp.condition(), None, "loop") for lp in loops)
+    if elem_cond is not None:
+        conditions += (Condition(elem_cond, None, "then"),)
+    return Site(index, None, (), conditions, loops, 0)
+
+
+def _order(site, o, i):
+    """Dynamic order of an instance: the inner loop's sites have indices 4 .. 7 of the outer body."""
+    return (o, 4, i, site.index) if len(site.loops) == 2 else (o, site.index, 0, 0)
+
+
+@pytest.mark.parametrize("stages, offset, skip", [(4, 0, 0), (4, -1, 1), (3, 0, 1), (6, 2, 2), (2, -1, 1)])
+def test_rounds_in_nested_loops_match_enumeration(stages, offset, skip):
+    """Counts over the flattened counter ``o·nk + i`` of a persistent kernel's ring: a site in
+    both loops (running for ``i >= skip``) and a site after the inner loop on the stage of the
+    tile's last k-block, before instances in both loops, in the outer loop only, and overall."""
+    from argus.abstract_interp.encoding import Instance
+
+    counter = Counter(_NestedAnalysis())
+    outer, inner = Loop(None, OUTER, 0, TILES, 1), Loop(None, INNER, 0, NK, 1)
+    ring = _nested_site(5, (outer, inner), sympy.Ge(INNER, skip) if skip else None)
+    ring_elem = sympy.Mod(OUTER * NK + INNER + offset, stages)
+    last = _nested_site(8, (outer,))
+    last_elem = sympy.Mod(OUTER * NK + NK - 1, stages)
+    probes = [_nested_site(3, (outer, inner)), _nested_site(7, (outer, inner)), _nested_site(2, (outer,)),
+              _nested_site(9, (outer,))]
+    for tiles, nk in itertools.product(range(0, 4), range(1, 6)):
+        env = {TILES: T.int_const(tiles), NK: T.int_const(nk)}
+        runs = {id(ring): [(o, i) for o in range(tiles) for i in range(nk) if i >= skip],
+                id(last): [(o, 0) for o in range(tiles)]}
+        values_of = {id(ring): lambda o, i, nk=nk: (o * nk + i + offset) % stages,
+                     id(last): lambda o, i, nk=nk: (o * nk + nk - 1) % stages}
+        for site, elem in ((ring, ring_elem), (last, last_elem)):
+            for e in range(stages):
+                got = counter.count_before(site, None, T.int_const(e), elem, env)
+                expected = sum(1 for o, i in runs[id(site)] if values_of[id(site)](o, i) == e)
+                assert evaluate(got, {}) == expected, (site.index, tiles, nk, e)
+                for probe in probes:
+                    inner_too = len(probe.loops) == 2
+                    for o, i in itertools.product(range(tiles), range(nk) if inner_too else (0,)):
+                        at = Instance(probe, {**env, OUTER: T.int_const(o), INNER: T.int_const(i)})
+                        got = counter.count_before(site, at, T.int_const(e), elem)
+                        before = _order(probe, o, i)
+                        expected = sum(1 for oo, ii in runs[id(site)]
+                                       if values_of[id(site)](oo, ii) == e and _order(site, oo, ii) < before)
+                        assert evaluate(got, {}) == expected, (site.index, probe.index, tiles, nk, e, o, i)
