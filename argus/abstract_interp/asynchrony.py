@@ -108,7 +108,9 @@ def accesses(op: N.Op) -> list[M.Access] | None:
                    AsyncAccess(dst, "dst", "write", None, completes="its mbarrier phase")]
             return out + ([M.Access(bar, "mbarrier", "sync")] if bar is not None else [])
         case N.Copy(atom="tma.store", src=src, dst=dst, pred=pred):
-            return [M.Access(src, "src", "read", None, True),
+            # the bulk copy reads its shared source after its issue, until a
+            # tma_store_wait of its thread completes its group (``_store_sources``)
+            return [AsyncAccess(src, "src", "read", None, True, completes="its TMA store group wait"),
                     AsyncAccess(dst, "dst", "write", pred, completes="its TMA store group wait")]
         case N.MbarrierInit(bar=bar) | N.MbarrierArrive(bar=bar) | N.MbarrierWait(bar=bar):
             return [M.Access(bar, "mbarrier", "sync")]
@@ -162,6 +164,9 @@ class Model:
     wgmma_waits: list[Site] = field(default_factory=list)
     wgmma_commits: list[Site] = field(default_factory=list)
     wgmmas: list[Site] = field(default_factory=list)
+    tma_stores: list[Site] = field(default_factory=list)
+    tma_commits: list[Site] = field(default_factory=list)
+    tma_waits: list[Site] = field(default_factory=list)
     init_fences: list[Site] = field(default_factory=list)
     proxy_fences: list[Site] = field(default_factory=list)
     async_writers: dict[str, list[Site]] = field(default_factory=dict)  # buffer -> cp.async / TMA loads
@@ -205,6 +210,12 @@ def model(analysis: Any) -> Model:
                 m.wgmma_waits.append(site)
             case N.AsyncCommit(handle=handle) if handle.kind is N.HandleKind.WGMMA_GROUP:
                 m.wgmma_commits.append(site)
+            case N.AsyncCommit(handle=handle) if handle.kind is N.HandleKind.TMA_STORE_GROUP:
+                m.tma_commits.append(site)
+            case N.AsyncWait(group=group) if group is N.HandleKind.TMA_STORE_GROUP:
+                m.tma_waits.append(site)
+            case N.Copy(atom="tma.store"):
+                m.tma_stores.append(site)
             case N.Mma() if _is_wgmma(op):
                 m.wgmmas.append(site)
             case N.Fence(fence="mbarrier_init"):
@@ -319,7 +330,7 @@ def properties(b: Any, site: Site) -> None:
         makers.append(_proxy)
     if _is_wgmma(op):
         makers.append(_descriptor)
-    makers += [_visibility, _accumulators]
+    makers += [_visibility, _store_sources, _accumulators]
     makers += R.MAKERS
     for make in makers:
         try:
@@ -1090,6 +1101,54 @@ def _pipelined_releases(a: Any, m: Model, reader: Instance, wgmma: bool, writer:
     return options
 
 
+def _store_sources(b: Any, site: Site) -> None:
+    """An ordinary write of shared memory that a TMA store reads comes before the store's
+    issue (its fence and barrier are the ``proxy`` VC's) or after the store read it: its group
+    is below ``commits − n`` of a ``tma_store_wait(n)`` of the issuing thread before the write
+    (the same thread) or before a barrier that orders it before the write (another thread)."""
+    a = b.analysis
+    m = model(a)
+    if not m.tma_stores or (isinstance(site.op, N.Copy) and site.op.atom == "tma.store"):
+        return
+    for acc in a.accesses.get(site.index, []):
+        if acc.kind != "write" or acc.buffer.space is not N.MemorySpace.SHARED or isinstance(acc, AsyncAccess):
+            continue
+        stores = [s for s in m.tma_stores if s.op.src.buffer.name == acc.buffer.name
+                  and (s.index < site.index or common_loops(s, site))]
+        if not stores:
+            continue
+        inst, hyps = a.fresh(site, view=acc.view)
+        block = _block(a, inst)
+        conflicts, alternatives = [], []
+        for st in stores:
+            sinst, more = a.fresh(st, f"'s{st.index}", view=st.op.src, block=block)
+            src = a.accesses[st.index][0]
+            hit = T.and_(a.active(inst, acc), _issues(a, inst), a.active(sinst, src), _issues(a, sinst),
+                         T.eq(a.key(inst, acc.view), a.key(sinst, st.op.src)), *more)
+            if hit is T.FALSE:
+                continue
+            conflict = T.and_(hit, T.not_(_store_read_ordered(a, m, inst, sinst)))
+            conflicts.append(conflict)
+            alternatives.append((conflict, _other(a, sinst, src)))
+        if not conflicts:
+            continue
+        roles = {**_roles(a, inst, acc.view), "access": acc, "alternatives": alternatives}
+        b.add("async", site, hyps, T.not_(T.or_(*conflicts)),
+              f"the write of %{acc.buffer.name} ({acc.role}) does not overwrite what a TMA store may still be "
+              "reading (its group's tma_store_wait comes first)", roles)
+
+
+def _store_read_ordered(a: Any, m: Model, writer: Instance, store: Instance) -> T.Term:
+    """The write comes before the store's issue, or after a wait that completed its group."""
+    same_thread = T.eq(writer.values[a.tid], store.values[a.tid])
+    group = _commits(a, m, store, m.tma_commits)
+    before_issue = T.not_(a.precedes(store, writer))
+    mine = T.and_(a.precedes(store, writer), T.lt(group, _done(a, m, store, writer, True, "tma.store")))
+    theirs = T.and_(a.barrier_orders(store, writer), T.lt(group, _done(a, m, store, writer, False, "tma.store")))
+    earlier_theirs = a.barrier_orders(writer, store, later=True)
+    return T.ite(same_thread, T.or_(mine, before_issue), T.or_(theirs, earlier_theirs))
+
+
 def _cp_async_ordered(a: Any, m: Model, reader: Instance, copy: Instance) -> T.Term:
     """The copy's group completed by the issuer's wait, before the read (same thread) or before
     a barrier that precedes the read (another thread) — or the copy comes after the read."""
@@ -1113,8 +1172,8 @@ def _done(a: Any, m: Model, copy: Instance, reader: Instance, own: bool, groups:
     """Groups the copy's thread completed with its latest wait before the read (``own``) or
     before the last barrier before the read: ``commits − n`` of that wait."""
     best: T.Term = T.int_const(0)
-    commits = m.cp_commits if groups == "cp.async" else m.wgmma_commits
-    for wait in (m.cp_waits if groups == "cp.async" else m.wgmma_waits):
+    commits = {"cp.async": m.cp_commits, "wgmma": m.wgmma_commits, "tma.store": m.tma_commits}[groups]
+    for wait in {"cp.async": m.cp_waits, "wgmma": m.wgmma_waits, "tma.store": m.tma_waits}[groups]:
         common = common_loops(wait, reader.site)
         if tuple(wait.loops) != common and common:
             continue
@@ -1250,5 +1309,5 @@ def _descriptor(b: Any, site: Site) -> None:
               structural=None if mismatched else "the operand's swizzle equals every filling TMA box's")
 
 
-_PROPERTY_OF = {_outlived: "cluster", _accumulators: "wgmma", _initialized: "mbarrier", _arrivals: "mbarrier", _expect_tx: "expect-tx", _armed: "expect-tx",
+_PROPERTY_OF = {_store_sources: "async", _outlived: "cluster", _accumulators: "wgmma", _initialized: "mbarrier", _arrivals: "mbarrier", _expect_tx: "expect-tx", _armed: "expect-tx",
                 _phase: "phase", _lag: "phase", _visibility: "async", _proxy: "proxy", _descriptor: "descriptor"}
