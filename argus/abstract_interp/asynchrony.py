@@ -1086,8 +1086,10 @@ def _pipelined_releases(a: Any, m: Model, reader: Instance, wgmma: bool, writer:
         else:
             continue
         if wgmma:
+            # the first commit after the read closes its group: the groups committed after it
+            # are the other commits up to the wait
             retired = any(w.loops == loops_of_wait and lo < w.index < s.index
-                          and w.op.pending <= after_read + _commit_sites_between(m, loops_of_wait, lo, w.index)
+                          and w.op.pending <= after_read + _commit_sites_between(m, loops_of_wait, lo, w.index) - 1
                           and all(x.what in ("loop", "role") for x in w.conditions)
                           for w in m.wgmma_waits)
             if not retired:

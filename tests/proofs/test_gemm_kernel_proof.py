@@ -91,7 +91,7 @@ def test_the_synchronisation_of_a_candidate_is_proved():
     assert {"phase", "async", "mbarrier", "barrier", "proxy", "write-conflict"} <= {r.vc.property for r in results}
 
 
-def test_the_small_specialization_is_proved_except_what_remains():
+def test_the_synchronisation_of_a_small_specialization_is_proved():
     results = _sync_results(_small())
     assert not _not_proved(results)
 
@@ -131,6 +131,19 @@ def test_a_consumer_waiting_one_phase_late_is_refuted():
 
     cx = _refuted_and_replayed(_sync_results(_in_role(_small(), "consumer", late)), {"phase", "async"})
     assert cx.replay.violation["kind"] in ("deadlock", "parity", "async")
+
+
+def test_a_stage_released_before_its_wgmmas_retire_is_refuted():
+    """``wgmma_wait(2)`` in the k loop: the previous k-block's wgmmas may still read the stage
+    the consumers then give back to the producer."""
+
+    def looser(op):
+        if isinstance(op, N.AsyncWait) and op.group is N.HandleKind.WGMMA_GROUP and op.pending == 1:
+            return [dataclasses.replace(op, pending=2)]
+        return [op]
+
+    cx = _refuted_and_replayed(_sync_results(_in_role(_small(), "consumer", looser)), {"async"})
+    assert cx.replay.violation["kind"] in ("async", "race")
 
 
 def test_a_missing_release_of_the_last_k_block_deadlocks():
