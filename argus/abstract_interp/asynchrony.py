@@ -1085,15 +1085,23 @@ def _pipelined_releases(a: Any, m: Model, reader: Instance, wgmma: bool, writer:
             loops_of_wait = outer
         else:
             continue
+        done = lo  # where the reader's thread is done with the data (its retiring wait)
         if wgmma:
             # the first commit after the read closes its group: the groups committed after it
             # are the other commits up to the wait
-            retired = any(w.loops == loops_of_wait and lo < w.index < s.index
-                          and w.op.pending <= after_read + _commit_sites_between(m, loops_of_wait, lo, w.index) - 1
-                          and all(x.what in ("loop", "role") for x in w.conditions)
-                          for w in m.wgmma_waits)
-            if not retired:
+            retiring = [w for w in m.wgmma_waits if w.loops == loops_of_wait and lo < w.index < s.index
+                        and w.op.pending <= after_read + _commit_sites_between(m, loops_of_wait, lo, w.index) - 1
+                        and all(x.what in ("loop", "role") for x in w.conditions)]
+            if not retiring:
                 continue
+            done = retiring[0].index
+        arriving = _elected_thread(a, s)
+        if arriving is not None:
+            # one thread arrives for all: the reader's thread is that one, or it passes a
+            # barrier of the arriving thread after it is done and before the arrive
+            if not _barrier_between(a, s, done):
+                when = T.and_(when, T.eq(values[a.tid], arriving))
+            at_values = {**at_values, a.tid: T.int_const(arriving)}
         at = Instance(s, at_values)
         name = m.bars[s.index].buffer.name
         element = _element(a, m, s, at_values)
@@ -1101,6 +1109,34 @@ def _pipelined_releases(a: Any, m: Model, reader: Instance, wgmma: bool, writer:
         options.append(T.and_(when, _thread_path(a, s, at_values), T.eq(element, stage),
                               T.ge(observed(a, m, writer, name, element), rho)))
     return options
+
+
+def _elected_thread(a: Any, site: Site) -> int | None:
+    """The one thread that executes a single-issuer op (``elected`` names a constant thread)."""
+    elected = getattr(site.op, "elected", None)
+    if elected is None:
+        return None
+    elected = sympy.sympify(site.expr(elected))
+    if isinstance(elected, sympy.Eq):
+        for x, y in (elected.args, elected.args[::-1]):
+            if x == a.tid and symbolic.static_value(y) is not None:
+                return int(symbolic.static_value(y))
+    return None
+
+
+def _barrier_between(a: Any, site: Site, after: int) -> bool:
+    """A barrier in ``site``'s loop body lies after static index ``after`` and before the site,
+    and runs whenever the site does (all its conditions are the site's): every participant —
+    the whole block, or the whole role for a role-scoped barrier — passes it in between."""
+    own = {id(c) for c in site.conditions}
+    for b in a.program.sites:
+        if not isinstance(b.op, N.Barrier) or b.loops != site.loops or not after < b.index < site.index:
+            continue
+        if b.role_scope is not None and b.role_scope is not site.role_scope:
+            continue
+        if all(c.what == "loop" or id(c) in own for c in b.conditions):
+            return True
+    return False
 
 
 def _store_sources(b: Any, site: Site) -> None:

@@ -206,9 +206,14 @@ class _Walker:
                     self.program.unsupported.append((op, str(err)))
                     return epoch
                 if var in sympy.sympify(per_iteration).free_symbols:
-                    self.program.unsupported.append(
-                        (op, f"loop at {op.loc} passes a number of barriers that depends on its counter"))
-                    return epoch
+                    before = barriers_before(per_iteration, var, start, step, var)
+                    if before is None:
+                        self.program.unsupported.append(
+                            (op, f"loop at {op.loc} passes a number of barriers that depends on its counter"))
+                        return epoch
+                    self.region(body, subst, (*conditions, Condition(loop.condition(), op, "loop")),
+                                (*loops, loop), unrolled, epoch + before)
+                    return epoch + barriers_before(per_iteration, var, start, step, stop)
                 inner = epoch + symbolic.floordiv(var - start, step) * per_iteration if per_iteration != 0 else epoch
                 self.region(body, subst, (*conditions, Condition(loop.condition(), op, "loop")),
                             (*loops, loop), unrolled, inner)
@@ -311,11 +316,37 @@ def barrier_count(region: N.Region, env: dict) -> Any:
                 inner = barrier_count(body, env)
                 if inner != 0:
                     if var in sympy.sympify(inner).free_symbols:
-                        raise UnsupportedLoop(f"loop at {op.loc} passes a number of barriers that depends on its counter")
-                    total += Loop(op, var, sub(start), sub(stop), step).trip_count() * inner
+                        whole = barriers_before(inner, var, sub(start), step, sub(stop))
+                        if whole is None:
+                            raise UnsupportedLoop(f"loop at {op.loc} passes a number of barriers that depends on "
+                                                  "its counter")
+                        total += whole
+                    else:
+                        total += Loop(op, var, sub(start), sub(stop), step).trip_count() * inner
             case N.WarpRole(body=body):
                 barrier_count(body, env)  # a loop in it whose count varies is unsupported
     return total
+
+
+def barriers_before(per_iteration: Any, var: sympy.Symbol, start: Any, step: int, upto: Any) -> Any:
+    """Barriers passed by the iterations ``start <= var < upto`` of a loop whose iteration
+    passes ``per_iteration`` of them, when that is ``c`` from some iteration ``a`` on and none
+    before (``Piecewise((c, var >= a), (0, True))``: a barrier under ``if k > 0``):
+    ``c · max(0, upto − max(a, start))``; ``None`` for other shapes."""
+    expr = sympy.sympify(per_iteration)
+    if step != 1 or not isinstance(expr, sympy.Piecewise) or len(expr.args) != 2:
+        return None
+    (count, cond), (other, default) = expr.args
+    if other != 0 or default is not sympy.true or var in sympy.sympify(count).free_symbols:
+        return None
+    first = None
+    if isinstance(cond, (sympy.GreaterThan, sympy.StrictGreaterThan)) and cond.lhs == var:
+        first = cond.rhs + (1 if isinstance(cond, sympy.StrictGreaterThan) else 0)
+    elif isinstance(cond, (sympy.LessThan, sympy.StrictLessThan)) and cond.rhs == var:
+        first = cond.lhs + (1 if isinstance(cond, sympy.StrictLessThan) else 0)
+    if first is None or var in sympy.sympify(first).free_symbols:
+        return None
+    return count * sympy.Max(0, upto - sympy.Max(first, start))
 
 
 def sites_of(program: Program, kinds: Iterable[type]) -> list[Site]:

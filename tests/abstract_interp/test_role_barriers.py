@@ -58,3 +58,23 @@ def test_a_barrier_of_another_participant_count_inside_a_role_is_unsupported():
     program = build_program(role_exchange.specialize(BUG="wrong-count"))
     assert any("only named barriers of the role's 128 threads" in reason for _, reason in program.unsupported)
     assert verify_kernel(role_exchange.specialize(BUG="wrong-count")).verdict != "proved"
+
+
+@A.kernel(threads=256)
+def conditional_role_barrier(x: A.Global(A.f32, "n"), n: A.Index):
+    with A.warp_role("idle", warps=range(0, 4)):
+        pass
+    with A.warp_role("worker", warps=range(4, 8)):
+        for k in A.range(n):
+            if k > 0:
+                A.named_barrier(2, 128)
+            A.copy(x.tile((1,), (k,)), x.tile((1,), (k,)))
+
+
+def test_a_role_barrier_skipped_in_the_first_iterations_counts_in_closed_form():
+    program = build_program(conditional_role_barrier.specialize())
+    assert not program.unsupported
+    (copy,) = [s for s in program.sites if isinstance(s.op, N.Copy)]
+    (k,) = [lp.var for lp in copy.loops]
+    for value, passed in ((0, 0), (1, 1), (5, 5)):  # the barrier of iteration k comes before the copy
+        assert int(copy.role_epoch.xreplace({k: value})) == passed

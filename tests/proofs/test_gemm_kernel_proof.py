@@ -146,6 +146,38 @@ def test_a_stage_released_before_its_wgmmas_retire_is_refuted():
     assert cx.replay.violation["kind"] in ("async", "race")
 
 
+def test_the_synchronisation_of_the_one_thread_release_is_proved():
+    """``RELEASE="warpgroups"``: the consumers meet at their role's named barrier (under
+    ``if kc > 0`` in the k loop) and one thread arrives for all of them."""
+    assert not _not_proved(_sync_results(_small(RELEASE="warpgroups")))
+
+
+def test_a_one_thread_release_without_the_barrier_is_refuted():
+    """Without the named barrier, the arriving thread gives the stage back while the other
+    consumer threads' wgmmas may still read it."""
+
+    def drop(region_ops):
+        out = []
+        for i, op in enumerate(region_ops):
+            follows = i + 1 < len(region_ops) and isinstance(region_ops[i + 1], N.MbarrierArrive)
+            if not (isinstance(op, N.Barrier) and follows):
+                out.append(op)
+        return out
+
+    def fn(op):
+        for f in dataclasses.fields(op):
+            value = getattr(op, f.name)
+            if isinstance(value, N.Region):
+                op = dataclasses.replace(op, **{f.name: N.Region(tuple(drop(list(value.ops))))})
+        return [op]
+
+    bad = _in_role(_small(RELEASE="warpgroups"), "consumer", fn)
+    assert sum(isinstance(op, N.Barrier) for op in N.walk(bad.body)) < \
+        sum(isinstance(op, N.Barrier) for op in N.walk(_small(RELEASE="warpgroups").body))
+    cx = _refuted_and_replayed(_sync_results(bad), {"async", "phase"})
+    assert cx.replay.violation["kind"] in ("async", "race", "parity", "deadlock")
+
+
 def test_a_missing_release_of_the_last_k_block_deadlocks():
     """Without the release after the k loop, the stage of each tile's last k-block is never
     given back: the producer waits for it forever once the ring comes round."""
