@@ -27,6 +27,11 @@ property            VC
 ``phase``           per mbarrier wait: the phase it waits for is reached (enough rounds
                     ever arrive: no deadlock, also for trip counts below the stage count)
                     and its parity is that phase's
+``async`` (stores)  per ordinary write of shared memory a TMA store reads, against every
+                    instance of such a store at the same address: the write comes before
+                    the store's issue, or after a ``tma_store_wait`` of the store's thread
+                    that completed its group (same thread), or after such a wait and a
+                    barrier (another thread): the bulk copy reads its source asynchronously
 ``proxy``           per TMA store / wgmma operand in shared memory, against every ordinary
                     write of the same element before it: the writer executes
                     ``fence.proxy.async`` after the write, before a barrier that orders it

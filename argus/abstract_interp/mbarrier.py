@@ -18,7 +18,23 @@ the loop counters, so every VC stays quantifier-free:
 * a copy that completes on an mbarrier (TMA) joins the phase of the round its issuer armed
   last in the same iteration (its ``arrive.expect_tx``), or the next round if none;
 * a thread's **release** of what it read is its first arrive after the read (after the
-  ``wgmma.wait_group`` that retires it, for a wgmma operand), and the round of that arrive.
+  ``wgmma.wait_group`` that retires it, for a wgmma operand), and the round of that arrive;
+  where that arrive names another element (it gives back the previous iteration's stage),
+  the release is an arrive on the read's stage in the next iteration or after the loop,
+  after a ``wgmma.wait_group(n)`` with ``n`` groups committed after the read's, by the
+  reader's thread or by one elected thread after a barrier the reader passes once done
+  (``asynchrony._pipelined_releases``).
+
+Persistent kernels.  A ring that runs on across the tiles of a persistent kernel is indexed
+by the *flattened counter* ``f = (o − o₀)·n + (i − i₀)`` of a tile loop ``o`` around a k-block
+loop ``i`` of ``n`` iterations (:func:`flattened`): the iterations run in the order of ``f``,
+which takes each value of ``[0, trips(o)·n)`` once, so counts over a site in both loops are
+those of one loop over ``f``.  A site that runs only from inner iteration ``a`` on (``if
+kc > 0``) subtracts the skipped iterations, and a site after the inner loop on the tile's
+last stage ``(o·n + n − 1) % S`` counts over the tile loop: both are ``#{o : (o·n + c) % S ==
+e}`` for a symbolic ``n``, which is linear by cases on ``n % S`` and ``(e − c) % S``
+(:meth:`Counter._strided_count`).  A wait observed iterations ago (a release of the previous
+k-block, or after the loop) is the latest earlier instance of the wait on the element.
 
 Clusters.  ``cluster_rank`` is the rank of the instance's block (:func:`rank_term`) and a peer
 is the block of another rank in the same cluster (:func:`peer_block`).  A **remote arrive**
@@ -31,9 +47,10 @@ its issuer's own count names (the blocks run the same program with the same trip
 into another block is a later remote arrive that targets it or a later multicast copy that
 lands in it.
 
-Shapes outside this (nested loops around an arrive, conditions on the counter, elements that
-are not periodic in the counter) raise :class:`NotModelled`, which the properties report as
-``unknown`` with the reason.
+Shapes outside this (more than two nested loops around an arrive, conditions on a counter
+other than ``inner >= a``, elements that are neither periodic in the (flattened) counter nor
+``(n·o + c) % S``) raise :class:`NotModelled`, which the properties report as ``unknown``
+with the reason.
 """
 
 from __future__ import annotations
