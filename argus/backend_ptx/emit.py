@@ -583,6 +583,11 @@ class _Emitter:
                 self.wgmma_group(stmts[i:j], own_commit=not committed)
                 i = j
                 continue
+            if isinstance(s, L.AsyncWaitStmt) and s.group is N.HandleKind.WGMMA_GROUP and s.pending == 0:
+                # the warps block here until the tensor cores finish: index arithmetic the rest of
+                # the region needs (an epilogue's tile coordinates) runs in that shadow instead of
+                # on the critical path after it
+                self.hoist_from(stmts[i + 1:], set())
             self.stmt(s)
             i += 1
 
@@ -1049,14 +1054,28 @@ class _Emitter:
         self.emit(f"@{again} bra{uni} {head};")
         self.place(end)
 
-    def hoist(self, s: L.Loop) -> None:
-        """Loop-invariant code motion for index arithmetic: every division, remainder, min and
-        max in the loop's body whose operands do not change in the loop is computed once,
-        here, in the enclosing scope (the body finds it there).  A persistent kernel's tile
-        coordinates, say, are divisions by run-time sizes: per tile, not per k-block.  Hoisting
-        is safe because integer division does not trap in PTX and the values are pure."""
-        exprs, bound = _loop_expressions(s.body)
-        bound.add(s.var)
+    def hoist(self, s: L.Loop | L.Branch) -> None:
+        """Code motion for index arithmetic: every division, remainder, min and max in the body
+        whose operands are defined here and not bound inside is computed once, here, in the
+        enclosing scope (the body, and what follows in this scope, find it there).
+
+        Out of a loop: loop-invariant values — a persistent kernel's tile coordinates, say, are
+        divisions by run-time sizes: per tile, not per k-block.  Out of an elected branch: the
+        branch splits a warp's lanes, not its work (the warp runs it for its one lane), and
+        the values become reusable after it — a tile's four TMA stores, each issued by one
+        thread in its own branch, then share one computation of the tile's coordinates
+        instead of each repeating the chain of divisions on the epilogue's critical path.
+        Hoisting is safe because integer division does not trap in PTX and the values are pure."""
+        if isinstance(s, L.Loop):
+            self.hoist_from(s.body, {s.var})
+        else:
+            self.hoist_from(s.then + s.orelse, set())
+
+    def hoist_from(self, stmts: Sequence[L.Stmt], bound: set[sympy.Symbol]) -> None:
+        """Compute, in the current scope, the divisions, remainders, mins and maxes of
+        ``stmts`` whose symbols are defined here and not bound inside (nor in ``bound``)."""
+        exprs, inner = _loop_expressions(stmts)
+        bound = bound | inner
         defined = set(self.symbols) - bound
         seen: set[Any] = set()
         for expr in exprs:
@@ -1082,6 +1101,8 @@ class _Emitter:
             self.pop()
             return
         uni = ".uni" if s.uniformity <= Uniformity.WARP else ""
+        if s.kind == "elected":
+            self.hoist(s)
         otherwise, end = self.label("else"), self.label("endif")
         self.emit(f"@!{cond} bra{uni} {otherwise if s.orelse else end};")
         self.push()

@@ -52,6 +52,17 @@ def test_loop_invariant_divisions_are_computed_before_the_loop():
     assert "div.u32" in ptx and "div.s64" in ptx
 
 
+def test_tile_coordinates_are_computed_once_per_tile_not_per_store():
+    ptx = emit_ptx(gemm_kernel().specialize(**GemmConfig(BN=256, GROUP_M=16).consts(), SMS=132), "sm_90a").text
+    # tile_of's divisions (tile number by group size, by group height): once per tile for the
+    # producer and once for the consumers, where they wait for their last wgmma group — not
+    # again inside each of the four TMA stores' elected branches
+    assert ptx.count("div.u32") == 8, ptx.count("div.u32")
+    epilogue = ptx[ptx.index("wgmma.wait_group.sync.aligned 0;"):]
+    stores = epilogue.count("cp.async.bulk.tensor.2d.global.shared::cta")
+    assert stores == 4 and "div" not in epilogue
+
+
 def _innermost_loops(ptx: str) -> list[str]:
     """The text between each loop label and its backward branch that holds no other loop."""
     out = []
