@@ -363,7 +363,8 @@ def max_active_clusters(compiled) -> int:
     return int(count)
 
 
-def sweep(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, int, int]], repeat: int) -> None:
+def sweep(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, int, int]], repeat: int,
+          flush_mb: int | None = None) -> None:
     """Time prepared specializations (e.g. one candidate at several persistent grid sizes,
     ``prepare --grids``) against cuBLAS; for cluster candidates also report how many clusters
     the device holds at once."""
@@ -386,7 +387,8 @@ def sweep(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, i
                 sets = [_inputs("main", shape, seed=21 + r) for r in range(2)]
                 t = benchmark({"argus": lambda a, c=compiled: _launch(c, "main", a),
                                "torch": lambda a: torch.matmul(a["a"], a["b"].t())},
-                              lambda r, sets=sets: (sets[r],), rotations=2, warmup=2, repeat=repeat)
+                              lambda r, sets=sets: (sets[r],), rotations=2, warmup=2, repeat=repeat,
+                              l2_flush_bytes=flush_mb << 20 if flush_mb else None)
                 row["x".join(map(str, shape))] = {"argus_ms": t["argus"].median, "torch_ms": t["torch"].median,
                                                   "ratio": t["torch"].median / t["argus"].median}
             rows.append(row)
@@ -442,10 +444,11 @@ def main() -> None:
     w.add_argument("--keys", nargs="+", required=True)
     w.add_argument("--shapes", nargs="+", default=["4096x4096x4096", "8192x8192x8192"])
     w.add_argument("--repeat", type=int, default=20)
+    w.add_argument("--flush-mb", type=int, default=None, help="L2 flush buffer size (default: the harness's)")
     args = parser.parse_args()
     if args.command == "sweep":
         shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes]
-        sweep(args.directory, args.out, args.keys, shapes, args.repeat)
+        sweep(args.directory, args.out, args.keys, shapes, args.repeat, args.flush_mb)
     elif args.command == "profile":
         profile(args.directory, args.key, tuple(args.shape), args.launches)
     elif args.command == "prepare":

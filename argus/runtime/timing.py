@@ -6,7 +6,11 @@ interleaved repetition by repetition so that clock and thermal drift hit all of 
 * warm-up calls first (module loading, autotuning, caches of the frameworks);
 * each timed call between two CUDA events on the current stream;
 * the L2 cache flushed before every timed call (a write over a buffer larger than L2), so a
-  kernel does not time a warm cache;
+  kernel does not time a warm cache; the buffer is also at least 256 MiB, so that the flush
+  outlasts the host's launch path of the call (tens of microseconds for a Python launcher):
+  otherwise the event pair of a short kernel times the GPU idling until the launch arrives,
+  and a slower launcher reads as a slower kernel (measured on an H200: a 2048 x 2048 x 64 GEMM
+  timed 14.9 µs behind a 2·L2 flush and 8.8 µs behind a 512 MiB one, cuBLAS 8.9 / 8.4 µs);
 * inputs rotated among ``rotations`` independent sets (``make_inputs(i)``), for the same reason;
 * the median and the spread (10th–90th percentile, min, max) per candidate.
 
@@ -21,7 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Timing", "benchmark", "format_results"]
+__all__ = ["MIN_FLUSH_BYTES", "Timing", "benchmark", "format_results"]
+
+MIN_FLUSH_BYTES = 256 << 20
+"""The smallest L2 flush: its memset (~80 µs on an H200) covers a Python launch path."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +70,7 @@ def benchmark(candidates: dict[str, Callable[..., Any]], make_inputs: Callable[[
         size = l2_flush_bytes
         if size is None:
             props = torch.cuda.get_device_properties(torch.cuda.current_device())
-            size = 2 * int(getattr(props, "L2_cache_size", 64 << 20) or (64 << 20))
+            size = max(2 * int(getattr(props, "L2_cache_size", 64 << 20) or (64 << 20)), MIN_FLUSH_BYTES)
         flush = torch.empty(size // 4, dtype=torch.int32, device="cuda")
     for _ in range(warmup):
         for fn in candidates.values():
