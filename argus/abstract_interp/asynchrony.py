@@ -796,6 +796,10 @@ def _phase(b: Any, site: Site) -> None:
     roles["phase"], roles["rounds"] = phase, total
     goal = T.and_(T.lt(phase, total), T.eq(T.floormod(phase, 2), T.floormod(parity, 2)))
     message = f"the phase this thread waits for on %{bar} completes and has the parity it waits with"
+    deps: tuple[frozenset, tuple] = (frozenset(), ())
+    if len(site.loops) == 2:  # the flattened counter lies below its trip count (lemma ``flat``)
+        hyps.append(flat_fact(a, inst))
+        deps = (frozenset({("flat", site.index)}), ())
     if op.phase is None and _guards_reads(a, m, site):
         # a consumer's parity names the phase of its data: its own count of waits on the element
         own = m.counter.total([s for s in m.waits if _same_bar(m, s, site)], inst, element, m.bars)
@@ -803,7 +807,29 @@ def _phase(b: Any, site: Site) -> None:
         roles["phase"] = own
         message = (f"the parity this thread waits with on %{bar} is that of the phase its data's copies join "
                    "(its own count of waits on the element), and that phase completes")
-    b.add("phase", site, hyps, goal, message, roles)
+    b.add("phase", site, hyps, goal, message, roles, deps)
+
+
+def flat_fact(a: Any, inst: Instance) -> T.Term:
+    """``0 <= f < trips(outer)·n`` for the flattened counter ``f`` of an instance in two nested
+    loops: true of every iteration, but a product of two symbolic counts, which the solvers
+    find hard inside a larger query; it is proved on its own (lemma ``flat``, :func:`flat_lemma`)."""
+    from argus.abstract_interp.mbarrier import flat_position, flat_trips
+
+    values = dict(inst.values)
+    f = flat_position(a, inst.site, values)
+    return T.and_(T.le(0, f), T.lt(f, flat_trips(a, inst.site, values)))
+
+
+def flat_lemma(b: Any, site: Site) -> None:
+    """Lemma ``flat`` of a site in two nested loops (see :func:`flat_fact`)."""
+    a = b.analysis
+    inst, hyps = a.fresh(site, "#flat")
+    roles = _roles(a, inst)
+    vc = b.add("phase", site, [*hyps, a.path(inst)], flat_fact(a, inst),
+               f"the flattened counter of the loops at {site.loops[0].op.loc} and {site.loops[1].op.loc} lies in "
+               "its range", roles)
+    vc.roles["lemma_key"] = ("flat", site.index)
 
 
 def _lag(b: Any, site: Site) -> None:
@@ -818,6 +844,10 @@ def _lag(b: Any, site: Site) -> None:
     inst, hyps, bar, element, phase = _wait_instance(a, m, site)
     block = _block(a, inst)
     early = []
+    flat: set = set()  # sites whose lemma ``flat`` the VC uses
+    if len(site.loops) == 2:
+        hyps.append(flat_fact(a, inst))
+        flat.add(("flat", site.index))
     for arrive in (s for s in m.arrives if m.bars[s.index].buffer.name == bar):
         if not remote(m, arrive):
             r, more = a.fresh(arrive, f"'lag{arrive.index}", block=block)
@@ -828,6 +858,9 @@ def _lag(b: Any, site: Site) -> None:
             more = [*more, T.eq(_target(a, m, arrive, dict(r.values)), block_rank(a, block))]
         e_r = _element(a, m, arrive, dict(r.values))
         round_ = _rounds_before(a, m, bar, r, e_r)
+        if len(arrive.loops) == 2:
+            more = [*more, flat_fact(a, r)]
+            flat.add(("flat", arrive.index))
         active = T.and_(_issues(a, r), T.eq(e_r, element), T.eq(round_, T.add(phase, 1)), *more)
         if active is T.FALSE:
             continue
@@ -843,7 +876,7 @@ def _lag(b: Any, site: Site) -> None:
     roles["phase"] = phase
     b.add("phase", site, hyps, T.not_(T.or_(*early)),
           f"no arrival of the round after the one this thread waits for on %{bar} can come before the wait "
-          "(a waiter more than one phase behind sees its parity again)", roles)
+          "(a waiter more than one phase behind sees its parity again)", roles, (frozenset(flat), ()))
 
 
 def _guards_reads(a: Any, m: Model, wait: Site) -> bool:

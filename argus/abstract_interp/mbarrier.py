@@ -201,6 +201,20 @@ def flat_trips(a: Any, site: Site, values: dict, outer_done: T.Term | None = Non
     return T.mul(done, n)
 
 
+def _whole_strides(n: Any, c: Any) -> tuple[int, Any]:
+    """``(m, c₀)`` with ``c == c₀ + m·n`` (``m`` an integer): ``(n·k + c) % S`` over ``k`` in
+    ``[lo, hi)`` is ``(n·k' + c₀) % S`` over ``k'`` in ``[lo + m, hi + m)``.  Stating every
+    count of one stride with the same ``c₀`` lets the solver match a site that skips a tile's
+    first k-block (``(o·n − 1) % S``) with the one after the tile (``(o·n + n − 1) % S``)."""
+    c = sympy.expand(c)
+    m = c.coeff(n) if not sympy.sympify(n).is_number else 0
+    if m != 0 and sympy.sympify(m).is_Integer:
+        rest = sympy.expand(c - m * n)
+        if not (sympy.sympify(n).free_symbols & rest.free_symbols) or rest.is_number:
+            return int(m), rest
+    return 0, c
+
+
 def _strided(expr: Any, var: sympy.Symbol) -> tuple[Any, Any, int] | None:
     """``(n, c, S)`` when ``expr == (n·var + c) % S`` with ``n`` and ``c`` free of ``var`` (the
     ring stage of the last k-block of tile ``var``: ``(var·nk + nk − 1) % S``)."""
@@ -306,6 +320,9 @@ class Counter:
                 raise NotModelled(f"mbarrier element {elem} is neither counter + c nor (n·counter + c) % S in the "
                                   f"loop at {loop.op.loc}")
             n, offset, stages = strided
+            shift, offset = _whole_strides(n, offset)
+            if shift:  # count over k + shift: the offsets of one stride agree across sites
+                lo, hi = T.add(lo, shift), T.add(hi, shift)
             return self._strided_count(lo, hi, self.term(n, values), self.term(offset, values), stages, element)
         offset, stages = shape
         x = T.sub(element, self.term(offset, values))
@@ -315,20 +332,15 @@ class Counter:
     def _strided_count(self, lo: T.Term, hi: T.Term, n: T.Term, c: T.Term, stages: int,
                        element: T.Term) -> T.Term:
         """``#{k in [lo, hi) : (n·k + c) % S == element}`` for a symbolic stride ``n``, in linear
-        arithmetic: by cases on ``r = n % S`` and ``d = (element − c) % S`` (constants then),
-        the ``k`` that hit are the residues ``ρ`` modulo ``S`` with ``r·ρ ≡ d``, and each
-        residue class counts ``⌊(hi − 1 − ρ)/S⌋ − ⌊(lo − 1 − ρ)/S⌋``."""
-        r_t = T.floormod(n, stages)
-        d_t = T.floormod(T.sub(element, c), stages)
-        out: T.Term = T.int_const(0)
-        for r in range(stages):
-            for d in range(stages):
-                hits = [rho for rho in range(stages) if (r * rho - d) % stages == 0]
-                parts = [T.sub(T.floordiv(T.sub(T.sub(hi, 1), rho), stages), T.floordiv(T.sub(T.sub(lo, 1), rho), stages))
-                         for rho in hits]
-                count = T.add(*parts) if parts else T.int_const(0)
-                out = T.ite(T.and_(T.eq(r_t, r), T.eq(d_t, d)), count, out)
-        return T.ite(T.and_(T.gt(hi, lo), T.le(0, element), T.lt(element, stages)), out, 0)
+        arithmetic: whether ``k`` hits depends on ``k % S`` only, so the count is the sum over
+        the residues ``ρ`` that hit (``(ρ·n + c − element) % S == 0``) of their classes' sizes
+        ``⌊(hi − 1 − ρ)/S⌋ − ⌊(lo − 1 − ρ)/S⌋``."""
+        parts = []
+        for rho in range(stages):
+            hits = T.eq(T.floormod(T.sub(T.add(T.mul(rho, n), c), element), stages), 0)
+            size = T.sub(T.floordiv(T.sub(T.sub(hi, 1), rho), stages), T.floordiv(T.sub(T.sub(lo, 1), rho), stages))
+            parts.append(T.ite(hits, size, 0))
+        return T.ite(T.and_(T.gt(hi, lo), T.le(0, element), T.lt(element, stages)), T.add(*parts), 0)
 
     def _nested(self, site: Site, at: Instance | None, element: T.Term | None, elem: Any,
                 values: dict) -> T.Term:
@@ -386,8 +398,9 @@ class Counter:
                 raise NotModelled(f"mbarrier element {elem} of {site.describe()} is not (n·outer + c) % S in a "
                                   "skipped inner iteration")
             stride, offset, stages = strided
-            return self._strided_count(lo, tiles, self.term(stride, values), self.term(offset, values), stages,
-                                       element)
+            shift, offset = _whole_strides(stride, offset)
+            return self._strided_count(T.int_const(shift), T.add(tiles, shift), self.term(stride, values),
+                                       self.term(offset, values), stages, element)
 
         if len(common) == 2:
             k_o, k_i = T.sub(values[outer.var], o0), T.sub(values[inner.var], i0)

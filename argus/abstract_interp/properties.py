@@ -405,6 +405,14 @@ def _state_lemmas(b: _Builder, needed: list[Any], by_site: dict[int, Writer]) ->
                 vc = b.unknown("witness", writer.site, f"cannot encode the stages of {writer.describe()}: {err.message}")
                 vc.roles["lemma_key"] = key
             continue
+        if isinstance(key, tuple) and key[0] == "flat":
+            site = a.program.sites[key[1]]
+            try:
+                asynchrony.flat_lemma(b, site)
+            except (EncodingError, T.TermError) as err:
+                vc = b.unknown("phase", site, f"cannot encode the flattened counter of {site.describe()}: {err.message}")
+                vc.roles["lemma_key"] = key
+            continue
         if isinstance(key, tuple) and key[0] in ("mma", "mma-acc"):
             site = a.program.sites[key[1]]
             try:
