@@ -38,13 +38,21 @@ Structure (384 threads, three warpgroups):
   store that used it has read it), so the next tile's main loop overlaps the writes; an fp32
   C is stored from registers (unpredicated on interior tiles).
 
+Operand layouts: ``gemm_kernel(a_major="m")`` takes A as ``K x M`` (M contiguous: a column-major A)
+and ``b_major="n"`` B as ``K x N`` (N contiguous: ``torch.matmul(a, b)``).  Such an operand's
+stage is ``BM / 64`` (``BN / 64``) TMA boxes of ``BK x 64`` (64 elements = 128 bytes, the widest
+box of the 128B swizzle); each wgmma reads the boxes' 16 K-rows of its K step as one MN-major
+operand (a ``permute`` view; the instruction's transpose bit), and the kernel name gets a
+``_km`` / ``_mk`` / ``_mn`` suffix.  The K-major kernel is unchanged.
+
 Invariants (tags and assertions): ``a`` carries ``(i, k)`` and ``b`` ``(j, k)``; when its wait
 returns, stage ``s`` holds k-block ``kt`` of the current tile for both operands (asserted on the
 tile's interior); every wgmma pairs A and B elements of equal ``k`` (the MMA semantics); the
 accumulator element stored for ``c[i, j]`` (in the staging box, or in C) carries ``(i, j)``.
 
-Assumptions: ``K`` and ``N`` are multiples of 8 (16-byte row pitch: TMA's stride rule and the
-vector epilogue); M, N and K need not be multiples of the tile.
+Assumptions: every operand's row pitch is a multiple of 16 bytes (TMA's stride rule), and C's
+(the vector epilogue): ``K`` and ``N`` are multiples of 8, ``M`` too for a ``K x M`` A (``K``
+need not be when both operands are MN-major); M, N and K need not be multiples of the tile.
 
 Measured on an H200 (benchmarks/RESULTS.md): the main loop runs at cuBLAS's rate; what is left
 is per-tile cost (pipeline drain before the epilogue, the epilogue itself).
@@ -148,42 +156,81 @@ def _check(in_dtype: str, out_dtype: str, activation: str | None) -> None:
         raise GemmError(f"activation {activation!r} is not supported", hint=f"use one of {ACTIVATIONS}")
 
 
+MAJORS = {"a": ("k", "m"), "b": ("k", "n")}
+"""Which index of each operand is contiguous in memory: ``k`` (A is ``M x K``, B is ``N x K``) or
+``m`` / ``n`` (A is ``K x M``, B is ``K x N``)."""
+
+
+def _check_majors(a_major: str, b_major: str) -> tuple[str, str]:
+    for operand, major in (("a", a_major), ("b", b_major)):
+        if major not in MAJORS[operand]:
+            raise GemmError(f"{operand}_major={major!r} is not supported",
+                            hint=f"use {' or '.join(repr(m) for m in MAJORS[operand])} (the contiguous index)")
+    return a_major, b_major
+
+
+def _assumptions(a_major: str, b_major: str) -> Any:
+    """16-byte row pitches (TMA's stride rule) of A and B, and N (the vector epilogue)."""
+    if a_major == "k":
+        return lambda K, N: [Eq(K % 8, 0), Eq(N % 8, 0), K >= 1]
+    if b_major == "k":
+        return lambda M, K, N: [Eq(M % 8, 0), Eq(K % 8, 0), Eq(N % 8, 0), K >= 1]
+    return lambda M, K, N: [Eq(M % 8, 0), Eq(N % 8, 0), K >= 1]
+
+
 @functools.cache
 def gemm_kernel(in_dtype: str = "bf16", out_dtype: str = "bf16", bias: bool = False,
-                activation: str | None = None) -> A.Kernel:
-    """The GEMM kernel for one operand/result type pair and epilogue (specialize it with
-    :meth:`GemmConfig.consts` and ``SMS``)."""
+                activation: str | None = None, a_major: str = "k", b_major: str = "k") -> A.Kernel:
+    """The GEMM kernel for one operand/result type pair, epilogue and operand layout (specialize
+    it with :meth:`GemmConfig.consts` and ``SMS``).  ``a_major``: ``"k"`` (A is ``M x K``) or
+    ``"m"`` (``K x M``); ``b_major``: ``"k"`` (B is ``N x K``) or ``"n"`` (``K x N``); the kernel
+    name tells the layouts apart (``..._km`` / ``_mk`` / ``_mn`` suffixes, none for K-major)."""
     _check(in_dtype, out_dtype, activation)
+    majors = _check_majors(a_major, b_major)
+    a_dims, b_dims = ("M K" if a_major == "k" else "K M"), ("N K" if b_major == "k" else "K N")
     tin, tout = _DTYPES[in_dtype], _DTYPES[out_dtype]
     grid = lambda SMS: (SMS,)  # noqa: E731
-    assume = lambda K, N: [Eq(K % 8, 0), Eq(N % 8, 0), K >= 1]  # noqa: E731
+    assume = _assumptions(a_major, b_major)
     name = f"gemm_{in_dtype}_{out_dtype}" + ("_bias" if bias else "") + (f"_{activation}" if activation else "")
+    if majors != ("k", "k"):
+        name += f"_{'k' if a_major == 'k' else 'm'}{'k' if b_major == 'k' else 'n'}"
     if bias:
-        def gemm(a: A.Global(tin, "M K"), b: A.Global(tin, "N K"), c: A.Global(tout, "M N"),
+        def gemm(a: A.Global(tin, a_dims), b: A.Global(tin, b_dims), c: A.Global(tout, "M N"),
                  bias: A.Global(A.f32, "N"), BN: A.const = 256, BK: A.const = 64, STAGES: A.const = 4,
                  GROUP_M: A.const = 8, SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto",
                  CLUSTER: A.const = 1):
             _traced_body()(a, b, c, bias, BN, BK, STAGES, GROUP_M, SMS, RELEASE, _epilogue(EPILOGUE, tout, BN), in_dtype, tout,
-                           activation, _cluster(CLUSTER, SMS, GROUP_M))
+                           activation, _cluster(CLUSTER, SMS, GROUP_M), majors=majors)
     else:
-        def gemm(a: A.Global(tin, "M K"), b: A.Global(tin, "N K"), c: A.Global(tout, "M N"),
+        def gemm(a: A.Global(tin, a_dims), b: A.Global(tin, b_dims), c: A.Global(tout, "M N"),
                  BN: A.const = 256, BK: A.const = 64, STAGES: A.const = 4, GROUP_M: A.const = 8,
                  SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto", CLUSTER: A.const = 1):
             _traced_body()(a, b, c, None, BN, BK, STAGES, GROUP_M, SMS, RELEASE, _epilogue(EPILOGUE, tout, BN), in_dtype, tout,
-                           activation, _cluster(CLUSTER, SMS, GROUP_M))
+                           activation, _cluster(CLUSTER, SMS, GROUP_M), majors=majors)
     gemm.__name__ = gemm.__qualname__ = name
     return A.kernel(threads=384, grid=grid, cluster=lambda CLUSTER: (CLUSTER, 1, 1), assume=assume)(gemm)
 
 
-def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE, in_dtype, tout, activation, CLUSTER):
+def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE, in_dtype, tout, activation, CLUSTER,
+               majors=("k", "k")):
     """The kernel body shared by every variant (traced inside the variant's kernel)."""
     swizzle = SwizzleMode.B128.element_swizzle(2)
     tin = _DTYPES[in_dtype]
     atom = f"wgmma.m64n{BN}k16.{in_dtype}"
-    A.tag(a, lambda i, k: (i, k), "A")
-    A.tag(b, lambda j, k: (j, k), "B")
-    M, K = a.shape
-    N = b.shape[0]
+    a_major, b_major = majors
+    if a_major == "k":
+        A.tag(a, lambda i, k: (i, k), "A")
+        M, K = a.shape
+    else:  # K x M
+        A.tag(a, lambda k, i: (i, k), "A")
+        K, M = a.shape
+    if b_major == "k":
+        A.tag(b, lambda j, k: (j, k), "B")
+        N = b.shape[0]
+    else:  # K x N
+        A.tag(b, lambda k, j: (j, k), "B")
+        N = b.shape[1]
+    _check_boxes(BN, b_major, CLUSTER)
     tiles_m, tiles_n = A.cdiv(M, BM), A.cdiv(N, BN)
     nk = A.cdiv(K, BK)
     pid = A.block_id(0)
@@ -195,8 +242,9 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
         mine = A.cdiv(A.cdiv(tiles_m, 2) * tiles_n - pid // 2, SMS // 2)  # the same for both blocks of a cluster
     tile = functools.partial(_tile, pid=pid, tiles_m=tiles_m, tiles_n=tiles_n, group_m=GROUP_M, sms=SMS,
                              cluster=CLUSTER)
-    sa = A.shared(tin, (STAGES, BM, BK), swizzle=swizzle)
-    sb = A.shared(tin, (STAGES, BN, BK), swizzle=swizzle)
+    # a K-major stage is one box of BM (BN) rows x BK; an MN-major one BM / 64 (BN / 64) boxes of BK x 64
+    sa = A.shared(tin, (STAGES, BM, BK) if a_major == "k" else (STAGES, BM // 64, BK, 64), swizzle=swizzle)
+    sb = A.shared(tin, (STAGES, BN, BK) if b_major == "k" else (STAGES, BN // 64, BK, 64), swizzle=swizzle)
     if EPILOGUE == "tma":
         staging = A.shared(tout, (2, BM, 64), swizzle=swizzle)  # two 128 x 64 boxes of C
     box_atom = f"wgmma.m64n64k16.{in_dtype}"
@@ -217,8 +265,20 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                 s = it % STAGES
                 A.wait(empty[s], phase=it // STAGES - 1, elected=0)
                 A.arrive_expect_tx(full[s], A.transaction_bytes(sa[s]) + A.transaction_bytes(sb[s]))
-                A.tma_load(a.tile((BM, BK), (tm, kt)), sa[s], full[s])
-                if CLUSTER == 1:
+                if a_major == "k":
+                    A.tma_load(a.tile((BM, BK), (tm, kt)), sa[s], full[s])
+                else:
+                    for qa in A.range(BM // 64, unroll=True):
+                        A.tma_load(a.tile((BK, 64), (kt, tm * (BM // 64) + qa)), sa[s, qa], full[s])
+                if b_major == "n":
+                    for qb in A.range(BN // 64 // CLUSTER, unroll=True):
+                        if CLUSTER == 1:
+                            A.tma_load(b.tile((BK, 64), (kt, tn * (BN // 64) + qb)), sb[s, qb], full[s])
+                        else:  # this block's half of the boxes, into the same stage of both blocks
+                            pb = rank * (BN // 128) + qb
+                            A.tma_load(b.tile((BK, 64), (kt, tn * (BN // 64) + pb)), sb[s, pb], full[s],
+                                       multicast=0b11)
+                elif CLUSTER == 1:
                     A.tma_load(b.tile((BN, BK), (tn, kt)), sb[s], full[s])
                 else:  # this block's half of B's box, into the same stage of both blocks
                     half = BN // 2
@@ -234,13 +294,21 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                 sc = jt % STAGES
                 A.wait(full[sc], phase=jt // STAGES)
                 if (cm + 1) * BM <= M and (kc + 1) * BK <= K:
-                    A.assert_tag(sa[sc], lambda _s, r, k, tg, cm=cm, kc=kc: tg == (cm * BM + r, kc * BK + k),
-                                 "stage holds k-block kt of A")
+                    if a_major == "k":
+                        A.assert_tag(sa[sc], lambda _s, r, k, tg, cm=cm, kc=kc: tg == (cm * BM + r, kc * BK + k),
+                                     "stage holds k-block kt of A")
+                    else:
+                        A.assert_tag(sa[sc], lambda _s, q, k, r, tg, cm=cm, kc=kc:
+                                     tg == (cm * BM + 64 * q + r, kc * BK + k), "stage holds k-block kt of A")
                 if (cn + 1) * BN <= N and (kc + 1) * BK <= K:
-                    A.assert_tag(sb[sc], lambda _s, r, k, tg, cn=cn, kc=kc: tg == (cn * BN + r, kc * BK + k),
-                                 "stage holds k-block kt of B")
+                    if b_major == "k":
+                        A.assert_tag(sb[sc], lambda _s, r, k, tg, cn=cn, kc=kc: tg == (cn * BN + r, kc * BK + k),
+                                     "stage holds k-block kt of B")
+                    else:
+                        A.assert_tag(sb[sc], lambda _s, q, k, r, tg, cn=cn, kc=kc:
+                                     tg == (cn * BN + 64 * q + r, kc * BK + k), "stage holds k-block kt of B")
                 for ks in A.range(BK // 16, unroll=True):
-                    A.mma(atom, sa[sc].tile((64, 16), (wg, ks)), sb[sc].tile((BN, 16), (0, ks)), acc)
+                    A.mma(atom, _k_step(sa[sc], a_major, 64, wg, ks), _k_step(sb[sc], b_major, BN, 0, ks), acc)
                 A.wgmma_commit()
                 A.wgmma_wait(1)  # the previous k-block's wgmmas retired: its stage may be refilled
                 if kc > 0:
@@ -324,6 +392,25 @@ def _cluster(cluster: int, sms: int, group_m: int) -> int:
         raise GemmError(f"CLUSTER=2 needs an even SMS and GROUP_M (got SMS={sms}, GROUP_M={group_m})",
                         hint="clusters of 2 blocks walk tile pairs: the persistent grid and the tile groups come in pairs")
     return cluster
+
+
+def _check_boxes(bn: int, b_major: str, cluster: int) -> None:
+    """A K x N B arrives in boxes of 64 columns; on a 2-block cluster each block loads half of them."""
+    if b_major == "n" and bn % (64 * cluster):
+        raise GemmError(f"BN={bn}: a K x N B arrives in boxes of 64 columns (128 bytes, the 128B swizzle's "
+                        f"widest)" + (", half of them from each block of the cluster" if cluster > 1 else ""),
+                        hint=f"use a multiple of {64 * cluster} for BN")
+
+
+def _k_step(stage: Any, major: str, rows: int, index: Any, ks: Any) -> Any:
+    """Rows ``index·rows ..`` of K step ``ks`` (16 k) of a stage, the ``rows x 16`` wgmma operand.
+
+    K-major: a tile of the ``rows x BK`` stage.  MN-major: the ``rows / 64`` boxes of ``BK x 64``
+    that hold the rows, 16 K-rows of each, seen as one ``rows x 16`` view (row ``r`` is column
+    ``r % 64`` of box ``r // 64``), which wgmma reads through an MN-major descriptor."""
+    if major == "k":
+        return stage.tile((rows, 16), (index, ks))
+    return stage.tile((rows // 64, 16, 64), (index, ks, 0)).permute((2, 0), 1)
 
 
 def _epilogue(how: str, tout: Any, bn: int) -> str:
