@@ -43,7 +43,7 @@ and ``b_major="n"`` B as ``K x N`` (N contiguous: ``torch.matmul(a, b)``).  Such
 stage is ``BM / 64`` (``BN / 64``) TMA boxes of ``BK x 64`` (64 elements = 128 bytes, the widest
 box of the 128B swizzle); each wgmma reads the boxes' 16 K-rows of its K step as one MN-major
 operand (a ``permute`` view; the instruction's transpose bit), and the kernel name gets a
-``_km`` / ``_mk`` / ``_mn`` suffix.  The K-major kernel is unchanged.
+``_kn`` / ``_mk`` / ``_mn`` suffix (A's major, then B's).  The K-major kernel is unchanged.
 
 Invariants (tags and assertions): ``a`` carries ``(i, k)`` and ``b`` ``(j, k)``; when its wait
 returns, stage ``s`` holds k-block ``kt`` of the current tile for both operands (asserted on the
@@ -184,7 +184,7 @@ def gemm_kernel(in_dtype: str = "bf16", out_dtype: str = "bf16", bias: bool = Fa
     """The GEMM kernel for one operand/result type pair, epilogue and operand layout (specialize
     it with :meth:`GemmConfig.consts` and ``SMS``).  ``a_major``: ``"k"`` (A is ``M x K``) or
     ``"m"`` (``K x M``); ``b_major``: ``"k"`` (B is ``N x K``) or ``"n"`` (``K x N``); the kernel
-    name tells the layouts apart (``..._km`` / ``_mk`` / ``_mn`` suffixes, none for K-major)."""
+    name tells the layouts apart (``_kn`` / ``_mk`` / ``_mn`` suffixes, none for K-major)."""
     _check(in_dtype, out_dtype, activation)
     majors = _check_majors(a_major, b_major)
     a_dims, b_dims = ("M K" if a_major == "k" else "K M"), ("N K" if b_major == "k" else "K N")
