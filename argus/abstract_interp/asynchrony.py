@@ -468,7 +468,7 @@ def _earlier_wait(a: Any, m: Model, wait: Site, at: Instance, element: T.Term) -
     its loops' flattened counter ``f`` runs below a bound ``U`` (the reader's own ``f``, or the
     iterations its enclosing loops completed), the element is ``(f + c) % S``, so the latest is
     ``U − 1 − ((U − 1 + c − e) mod S)``; ``None`` where the wait does not have that shape."""
-    from argus.abstract_interp.mbarrier import flat_position, flat_trips, flattened
+    from argus.abstract_interp.mbarrier import flat_position, flat_trips, flattened, periodic
 
     op: N.MbarrierWait = wait.op
     if op.phase is None:
@@ -482,7 +482,7 @@ def _earlier_wait(a: Any, m: Model, wait: Site, at: Instance, element: T.Term) -
     if elem is None or phase is None:
         return None
     flat, elem_f = elem
-    shape = _periodic_flat(elem_f, flat)
+    shape = periodic(elem_f, flat)
     if shape is None:
         return None
     offset, stages = shape
@@ -505,12 +505,6 @@ def _earlier_wait(a: Any, m: Model, wait: Site, at: Instance, element: T.Term) -
     path = sympy.And(*(c.expr for c in own), *((wait.expr(op.elected),) if op.elected is not None else ()))
     hit = T.and_(T.le(0, latest), T.le(0, element), T.lt(element, stages), a.encoder.term(wait.expr(path), values))
     return hit, a.encoder.term(phase[1], {**values, flat: latest})
-
-
-def _periodic_flat(expr: Any, flat: sympy.Symbol) -> tuple[Any, int] | None:
-    from argus.abstract_interp.mbarrier import _periodic
-
-    return _periodic(expr, flat)
 
 
 def copy_phase(a: Any, m: Model, copy: Instance) -> T.Term:

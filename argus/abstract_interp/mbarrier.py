@@ -229,7 +229,7 @@ def _strided(expr: Any, var: sympy.Symbol) -> tuple[Any, Any, int] | None:
     return None
 
 
-def _periodic(expr: Any, var: sympy.Symbol) -> tuple[Any, int] | None:
+def periodic(expr: Any, var: sympy.Symbol) -> tuple[Any, int] | None:
     """``(c, S)`` when ``expr == (var + c) % S``."""
     if isinstance(expr, sympy.Mod):
         inner, modulus = expr.args
@@ -313,7 +313,7 @@ class Counter:
         if loop.var not in shift.free_symbols:  # one element per iteration: elem == k + c
             k = T.sub(element, self.term(shift, values))
             return T.ite(T.and_(T.le(lo, k), T.lt(k, hi)), 1, 0)
-        shape = _periodic(elem, loop.var)
+        shape = periodic(elem, loop.var)
         if shape is None:
             strided = _strided(elem, loop.var)
             if strided is None:
