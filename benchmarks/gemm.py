@@ -21,7 +21,9 @@ backend, not a user path.  Then, in one process:
 2. the autotuner: every candidate timed at every shape (short runs), best recorded per shape;
 3. the benchmark: the best candidate and ``torch.matmul(a, b.T)`` interleaved by
    :func:`argus.runtime.timing.benchmark` (warm-up, L2 flushed before every timed call,
-   rotating inputs, median of >= 50 runs), TFLOP/s and the ratio.
+   rotating inputs, median of >= 50 runs), TFLOP/s and the ratio;
+4. the operand layouts (variants ``b_n``, ``a_m``, ``a_m_b_n``: B stored K x N, A stored K x M)
+   against ``torch.matmul`` on the same stored operands (``torch.matmul(a, b)`` for ``b_n``).
 
 Results go to ``OUT/gemm.json`` (written after every step) and a table on stdout.
 """
@@ -53,6 +55,10 @@ VARIANTS = {
     "f32_out": ("bf16", "f32", False, None),
     "f16": ("f16", "f16", False, None),
     "bias_relu": ("bf16", "bf16", True, "relu"),
+    # operand layouts (a_major, b_major): B stored K x N (torch.matmul(a, b)), A stored K x M
+    "b_n": ("bf16", "bf16", False, None, "k", "n"),
+    "a_m": ("bf16", "bf16", False, None, "m", "k"),
+    "a_m_b_n": ("bf16", "bf16", False, None, "m", "n"),
 }
 TOLERANCE = {"f32": 2e-5, "bf16": 8e-3, "f16": 2e-3}
 """Relative Frobenius error vs float64 allowed per output type: fp32 accumulation (K up to
@@ -154,14 +160,27 @@ def _torch_dtype(name: str):
     return {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[name]
 
 
+def _majors(variant: str) -> tuple[str, str]:
+    """Which index of A and of B is contiguous: ``k``, or ``m`` (A stored K x M) / ``n`` (B stored K x N)."""
+    return tuple(VARIANTS[variant][4:6]) if len(VARIANTS[variant]) > 4 else ("k", "k")
+
+
+def _matmul_operands(variant: str, args: dict) -> tuple:
+    """A as M x K and B as K x N, as torch views of the stored operands (transposes are views:
+    cuBLAS reads each operand in its stored layout)."""
+    a_major, b_major = _majors(variant)
+    return (args["a"] if a_major == "k" else args["a"].t()), (args["b"].t() if b_major == "k" else args["b"])
+
+
 def _inputs(variant: str, shape: tuple[int, int, int], seed: int) -> dict:
     import torch
 
-    tin, tout, bias, _ = VARIANTS[variant]
+    tin, tout, bias, _ = VARIANTS[variant][:4]
+    a_major, b_major = _majors(variant)
     m, n, k = shape
     g = torch.Generator(device="cuda").manual_seed(seed)
-    args = {"a": torch.randn(m, k, device="cuda", generator=g).to(_torch_dtype(tin)),
-            "b": torch.randn(n, k, device="cuda", generator=g).to(_torch_dtype(tin)),
+    args = {"a": torch.randn(*((m, k) if a_major == "k" else (k, m)), device="cuda", generator=g).to(_torch_dtype(tin)),
+            "b": torch.randn(*((n, k) if b_major == "k" else (k, n)), device="cuda", generator=g).to(_torch_dtype(tin)),
             "c": torch.full((m, n), float("nan"), device="cuda", dtype=_torch_dtype(tout))}
     if bias:
         args["bias"] = torch.randn(n, device="cuda", generator=g)
@@ -171,8 +190,8 @@ def _inputs(variant: str, shape: tuple[int, int, int], seed: int) -> dict:
 def _torch_gemm(variant: str, args: dict):
     import torch
 
-    _, tout, bias, activation = VARIANTS[variant]
-    out = torch.matmul(args["a"], args["b"].t())
+    _, tout, bias, activation = VARIANTS[variant][:4]
+    out = torch.matmul(*_matmul_operands(variant, args))
     if bias:
         out = out + args["bias"].to(out.dtype)
     if activation == "relu":
@@ -183,8 +202,9 @@ def _torch_gemm(variant: str, args: dict):
 def _reference(variant: str, args: dict):
     import torch
 
-    _, _, bias, activation = VARIANTS[variant]
-    ref = args["a"].double() @ args["b"].double().t()
+    _, _, bias, activation = VARIANTS[variant][:4]
+    a, b = _matmul_operands(variant, args)
+    ref = a.double() @ b.double()
     if bias:
         ref = ref + args["bias"].double()
     if activation == "relu":
@@ -263,6 +283,8 @@ def run(directory: Path, out: Path, repeat: int, tune_repeat: int, skip_tune: bo
             shapes = ODD_SHAPES + SHAPES
         elif entry["variant"] == "main":
             shapes = ODD_SHAPES[:2]
+        if _majors(entry["variant"]) != ("k", "k"):  # the layouts: every shape whose row pitches TMA takes
+            shapes = [s for s in ODD_SHAPES + SHAPES if _majors(entry["variant"])[0] == "k" or s[0] % 8 == 0]
         for i, shape in enumerate(shapes):
             r = _check(compiled[key], entry["variant"], shape, seed=100 + i)
             r["key"] = key
@@ -314,6 +336,8 @@ def run(directory: Path, out: Path, repeat: int, tune_repeat: int, skip_tune: bo
         sets = []
         torch.cuda.empty_cache()
     k_scaling(compiled, results, results["autotune"][str(SHAPES[0])]["best"])
+    save()
+    layouts(compiled, results, repeat)
     save()
 
 
@@ -394,6 +418,35 @@ def sweep(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, i
             rows.append(row)
             print(json.dumps(row), flush=True)
             (out / "sweep.json").write_text(json.dumps(rows, indent=1) + "\n")
+
+
+def layouts(compiled: dict, results: dict, repeat: int, shapes: tuple = ((4096, 4096, 4096), (8192, 8192, 8192))) -> None:
+    """Each operand layout's default candidate against ``torch.matmul`` on the same stored
+    operands (``a``, ``a.t()``, ``b``, ``b.t()`` views), beside the K-major one."""
+    import torch
+
+    from argus.runtime.timing import benchmark
+
+    rows = []
+    for variant in ("main", *(v for v in VARIANTS if _majors(v) != ("k", "k"))):
+        key = f"{variant}_c0"
+        if key not in compiled:
+            continue
+        for shape in shapes:
+            sets = [_inputs(variant, shape, seed=31 + r) for r in range(2)]
+            t = benchmark({"argus": lambda a, key=key, variant=variant: _launch(compiled[key], variant, a),
+                           "torch": lambda a, variant=variant: torch.matmul(*_matmul_operands(variant, a))},
+                          lambda r, sets=sets: (sets[r],), rotations=2, warmup=2, repeat=repeat)
+            ta, tt = t["argus"], t["torch"]
+            flops = 2.0 * shape[0] * shape[1] * shape[2]
+            rows.append({"variant": variant, "majors": _majors(variant), "shape": list(shape), "argus_ms": ta.median,
+                         "torch_ms": tt.median, "argus_tflops": flops / (ta.median * 1e-3) / 1e12,
+                         "torch_tflops": flops / (tt.median * 1e-3) / 1e12, "ratio": tt.median / ta.median})
+            print(f"layout {variant:8s} {'x'.join(map(str, shape)):16s} argus {rows[-1]['argus_tflops']:6.1f} TFLOP/s "
+                  f"torch {rows[-1]['torch_tflops']:6.1f} ratio {rows[-1]['ratio']:.3f}", flush=True)
+            sets = []
+            torch.cuda.empty_cache()
+    results["layouts"] = rows
 
 
 def k_scaling(compiled: dict, results: dict, key: str, ks: tuple[int, ...] = (1024, 4096, 16384)) -> None:
