@@ -294,19 +294,9 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                 sc = jt % STAGES
                 A.wait(full[sc], phase=jt // STAGES)
                 if (cm + 1) * BM <= M and (kc + 1) * BK <= K:
-                    if a_major == "k":
-                        A.assert_tag(sa[sc], lambda _s, r, k, tg, cm=cm, kc=kc: tg == (cm * BM + r, kc * BK + k),
-                                     "stage holds k-block kt of A")
-                    else:
-                        A.assert_tag(sa[sc], lambda _s, q, k, r, tg, cm=cm, kc=kc:
-                                     tg == (cm * BM + 64 * q + r, kc * BK + k), "stage holds k-block kt of A")
+                    _assert_stage(sa[sc], a_major, cm * BM, kc * BK, "stage holds k-block kt of A")
                 if (cn + 1) * BN <= N and (kc + 1) * BK <= K:
-                    if b_major == "k":
-                        A.assert_tag(sb[sc], lambda _s, r, k, tg, cn=cn, kc=kc: tg == (cn * BN + r, kc * BK + k),
-                                     "stage holds k-block kt of B")
-                    else:
-                        A.assert_tag(sb[sc], lambda _s, q, k, r, tg, cn=cn, kc=kc:
-                                     tg == (cn * BN + 64 * q + r, kc * BK + k), "stage holds k-block kt of B")
+                    _assert_stage(sb[sc], b_major, cn * BN, kc * BK, "stage holds k-block kt of B")
                 for ks in A.range(BK // 16, unroll=True):
                     A.mma(atom, _k_step(sa[sc], a_major, 64, wg, ks), _k_step(sb[sc], b_major, BN, 0, ks), acc)
                 A.wgmma_commit()
@@ -400,6 +390,15 @@ def _check_boxes(bn: int, b_major: str, cluster: int) -> None:
         raise GemmError(f"BN={bn}: a K x N B arrives in boxes of 64 columns (128 bytes, the 128B swizzle's "
                         f"widest)" + (", half of them from each block of the cluster" if cluster > 1 else ""),
                         hint=f"use a multiple of {64 * cluster} for BN")
+
+
+def _assert_stage(stage: Any, major: str, row: Any, k: Any, message: str) -> None:
+    """Assert that a stage holds rows ``row ..`` and k ``k ..`` of its operand (tags ``(row, k)``):
+    K-major, the stage is ``rows x BK``; MN-major, it is ``rows / 64`` boxes of ``BK x 64``."""
+    if major == "k":
+        A.assert_tag(stage, lambda _s, r, kk, tg: tg == (row + r, k + kk), message)
+    else:
+        A.assert_tag(stage, lambda _s, q, kk, r, tg: tg == (row + 64 * q + r, k + kk), message)
 
 
 def _k_step(stage: Any, major: str, rows: int, index: Any, ks: Any) -> Any:
