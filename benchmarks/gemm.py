@@ -400,24 +400,24 @@ def sweep(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, i
     manifest = json.loads((directory / "manifest.json").read_text())
     rows = []
     for key in keys:
-        for sms in [manifest[key]["sms"]]:
-            compiled, gate = _compiled(directory, key, manifest[key], sms)
-            row = {"key": key, "sms": sms, "consts": manifest[key]["consts"], "gate": gate}
-            if any(c > 1 for c in compiled.kernel.launch.cluster):
-                row["max_active_clusters"] = max_active_clusters(compiled)
-            check = _check(compiled, "main", ODD_SHAPES[3], seed=1)
-            row["check_ok"] = check["ok"]
-            for shape in shapes:
-                sets = [_inputs("main", shape, seed=21 + r) for r in range(2)]
-                t = benchmark({"argus": lambda a, c=compiled: _launch(c, "main", a),
-                               "torch": lambda a: torch.matmul(a["a"], a["b"].t())},
-                              lambda r, sets=sets: (sets[r],), rotations=2, warmup=2, repeat=repeat,
-                              l2_flush_bytes=flush_mb << 20 if flush_mb else None)
-                row["x".join(map(str, shape))] = {"argus_ms": t["argus"].median, "torch_ms": t["torch"].median,
-                                                  "ratio": t["torch"].median / t["argus"].median}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-            (out / "sweep.json").write_text(json.dumps(rows, indent=1) + "\n")
+        sms = manifest[key]["sms"]
+        compiled, gate = _compiled(directory, key, manifest[key], sms)
+        row = {"key": key, "sms": sms, "consts": manifest[key]["consts"], "gate": gate}
+        if any(c > 1 for c in compiled.kernel.launch.cluster):
+            row["max_active_clusters"] = max_active_clusters(compiled)
+        check = _check(compiled, "main", ODD_SHAPES[3], seed=1)
+        row["check_ok"] = check["ok"]
+        for shape in shapes:
+            sets = [_inputs("main", shape, seed=21 + r) for r in range(2)]
+            t = benchmark({"argus": lambda a, c=compiled: _launch(c, "main", a),
+                           "torch": lambda a: torch.matmul(a["a"], a["b"].t())},
+                          lambda r, sets=sets: (sets[r],), rotations=2, warmup=2, repeat=repeat,
+                          l2_flush_bytes=flush_mb << 20 if flush_mb else None)
+            row["x".join(map(str, shape))] = {"argus_ms": t["argus"].median, "torch_ms": t["torch"].median,
+                                              "ratio": t["torch"].median / t["argus"].median}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        (out / "sweep.json").write_text(json.dumps(rows, indent=1) + "\n")
 
 
 def layouts(compiled: dict, results: dict, repeat: int, shapes: tuple = ((4096, 4096, 4096), (8192, 8192, 8192))) -> None:
