@@ -54,8 +54,10 @@ Assumptions: every operand's row pitch is a multiple of 16 bytes (TMA's stride r
 (the vector epilogue): ``K`` and ``N`` are multiples of 8, ``M`` too for a ``K x M`` A (``K``
 need not be when both operands are MN-major); M, N and K need not be multiples of the tile.
 
-Measured on an H200 (benchmarks/RESULTS.md): the main loop runs at cuBLAS's rate; what is left
-is per-tile cost (pipeline drain before the epilogue, the epilogue itself).
+Measured on an H200 (benchmarks/RESULTS.md, cycle timestamps per tile): the main loop runs at
+91-92% of the tensor cores' per-clock peak (1110-1121 cycles per 128 x 256 x 64 k-block against
+1024), about 4% behind cuBLAS's; the epilogue and tile transition cost ~2300 cycles per tile (3%
+of a tile at K = 4096), during which the tensor cores idle.
 """
 
 import functools
