@@ -57,3 +57,8 @@ class ArgusError(Exception):
 
 class ToolchainError(ArgusError):
     """A tool argus needs (solver, assembler, driver) is missing or broken."""
+
+
+class PerformanceWarning(UserWarning):
+    """A kernel that builds and runs correctly but slower than it was written to: the assembler
+    spilled registers or serialized wgmma instructions (``Cubin.performance_issues``)."""

@@ -118,6 +118,7 @@ def prepare(directory: Path, only: list[str], grids: list[int]) -> None:
         (directory / f"{key}.ptx").write_text(ptx.text)
         (directory / f"{key}.pickle").write_bytes(pickle.dumps(ptx))
         report = [line.strip() for line in cubin.log.splitlines() if "registers" in line or "spill" in line]
+        report += [issue for issue in cubin.performance_issues if "Performance Loss" in issue]  # e.g. wgmma serialized
         manifest[key] = {"variant": variant, "consts": consts, "sms": sms, "kernel_hash": kernel_hash(specialized),
                          "ptx_sha256": hashlib.sha256(ptx.text.encode()).hexdigest(), "tool": cubin.tool,
                          "gate_here": gate, "ptxas": report, "shared_bytes": ptx.dynamic_shared_bytes}

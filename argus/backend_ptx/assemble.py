@@ -36,6 +36,20 @@ class Cubin:
     log: str
     cached: bool
 
+    @property
+    def performance_issues(self) -> list[str]:
+        """What the assembler reported that costs speed: spills to local memory, and its
+        "Potential Performance Loss" notes — among them C7519, wgmma instructions serialized
+        (a wait after every wgmma) because of how registers they read are written around them.
+        ptxas prints these as ``info`` lines, not warnings, so they are picked out here."""
+        issues = [line.split("ptxas info    :")[-1].strip() for line in self.log.splitlines()
+                  if "Potential Performance Loss" in line]
+        for line in self.log.splitlines():
+            found = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+            if found and (int(found.group(1)) or int(found.group(2))):
+                issues.append(line.strip())
+        return issues
+
 
 def cache_dir() -> Path:
     """Root of argus's on-disk caches (``$ARGUS_CACHE_DIR`` or ``~/.cache/argus``)."""

@@ -46,4 +46,11 @@ def compile(kernel: Any, target: str = "sm_90a", **consts: Any) -> Any:
     record = require_proof(specialized)
     ptx = emit_ptx(specialized, target)
     cubin = build_cubin(ptx, kernel_hash(specialized))
+    if cubin.performance_issues:
+        import warnings
+
+        from argus.errors import PerformanceWarning
+
+        warnings.warn(f"argus: {ptx.name} ({target}) assembled with performance issues: "
+                      + "; ".join(cubin.performance_issues), PerformanceWarning, stacklevel=2)
     return CompiledKernel(specialized, record, ptx, cubin)

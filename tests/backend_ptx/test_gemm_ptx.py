@@ -9,7 +9,7 @@ import pytest
 
 from argus.backend_ptx import emit_ptx
 from argus.backend_ptx.assemble import build_cubin, disassemble
-from argus.kernels.gemm import GemmConfig, gemm_kernel
+from argus.kernels.gemm import CANDIDATES, GemmConfig, gemm_kernel
 from argus.spec.kernel import kernel_hash
 from argus.toolchain import find_ptxas
 
@@ -30,6 +30,7 @@ def test_default_specialization_assembles_with_the_hopper_machinery():
     assert ptx.dynamic_shared_bytes <= 227 * 1024
     cubin = build_cubin(ptx, kernel_hash(kernel))
     assert "0 bytes spill stores" in cubin.log and "warning" not in cubin.log.lower(), cubin.log
+    assert not cubin.performance_issues, cubin.log
     try:
         sass = disassemble(cubin.image)
     except Exception as err:  # no disassembler: assembling is the test
@@ -91,3 +92,21 @@ def test_cluster_specialization_multicasts_b_and_releases_remotely_at_cta_scope(
     assert text.count("barrier.cluster.wait.aligned;") == 2  # after the mbarrier init and before exit
     cubin = build_cubin(emit_ptx(kernel, "sm_90a"), kernel_hash(kernel))
     assert "0 bytes spill stores" in cubin.log and "warning" not in cubin.log.lower(), cubin.log
+    assert not cubin.performance_issues, cubin.log
+
+
+# what the benchmark builds: every candidate the autotuner may pick and the epilogue variants
+_BUILT = [((), c.consts()) for c in CANDIDATES] + [
+    (("bf16", "f32"), GemmConfig().consts()), (("f16", "f16"), GemmConfig().consts()),
+    (("bf16", "bf16", True, "relu"), GemmConfig().consts()), ((), {**GemmConfig().consts(), "RELEASE": "threads"})]
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed (pip install 'argus-kernels[nvidia]')")
+@pytest.mark.parametrize("variant, consts", _BUILT, ids=[f"{'-'.join(map(str, v)) or 'bf16'}-{c['BN']}-{c['STAGES']}-"
+                                                        f"{c.get('RELEASE', 'wg')}" for v, c in _BUILT])
+def test_every_built_specialization_assembles_without_performance_loss(variant, consts):
+    # no spill, and no wgmma serialized by the assembler (ptxas reports C7519 as an info line:
+    # a wait after every wgmma, which would cost the main loop its overlap)
+    kernel = gemm_kernel(*variant).specialize(**consts, SMS=132)
+    cubin = build_cubin(emit_ptx(kernel, "sm_90a"), kernel_hash(kernel))
+    assert cubin.performance_issues == [], cubin.log
