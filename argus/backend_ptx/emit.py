@@ -925,10 +925,14 @@ class _Emitter:
             if s.c != s.d:
                 for c, d in zip(s.c, s.d):
                     self.emit(f"mov.f32 {self.frag(d)}, {self.frag(c)};")
+        # A operands in registers are packed into their 32-bit registers before the fence: a
+        # register write between the fence and a wgmma reading it makes ptxas insert a fence of
+        # its own and serialize the run (its C7519 note)
+        packed_a = {id(s): self.packed(s.a) for s in group if not isinstance(s.a, L.SharedOperand)}
         self.emit("wgmma.fence.sync.aligned;")
         for s in group:
             self.where(s)
-            self.wgmma_issue(s)
+            self.wgmma_issue(s, packed_a.get(id(s)))
         if own_commit:
             self.emit("wgmma.commit_group.sync.aligned;")
             self.emit("wgmma.wait_group.sync.aligned 0;")
@@ -951,14 +955,14 @@ class _Emitter:
         self.scope.values[key] = out
         return out
 
-    def wgmma_issue(self, s: L.MmaStmt) -> None:
+    def wgmma_issue(self, s: L.MmaStmt, packed_a: list[str] | None = None) -> None:
         spec = s.atom
         d = [self.frag(r) for r in s.d]
         if isinstance(s.a, L.SharedOperand):
             a = self.descriptor(s.a)
             trans_a = 1 if s.a.descriptor.major.value == "MN" else 0
         else:
-            a = "{" + ", ".join(self.packed(s.a)) + "}"
+            a = "{" + ", ".join(packed_a if packed_a is not None else self.packed(s.a)) + "}"
             trans_a = None
         assert isinstance(s.b, L.SharedOperand)
         b = self.descriptor(s.b)

@@ -6,6 +6,8 @@ registers and *reads* its shared-memory operands.  Rules enforced, per thread:
 
 * reading or writing an accumulator element of an in-flight wgmma by anything but another wgmma
   (wgmmas chain on one accumulator in hardware order) is an ``async`` violation;
+* writing a register A operand (``.rs`` atoms) of an in-flight wgmma is an ``async`` violation:
+  the tensor cores may still read it (reading it is fine);
 * writing a shared-memory operand of an in-flight wgmma (a TMA load refilling the stage, a store)
   is an ``async`` violation (the operand is a pending asynchronous read, as for a TMA store);
 * a wgmma that names a handle (lowered as an asynchronous ``wgmma.mma_async`` without a fence
@@ -36,6 +38,7 @@ from argus.ir.interpreter import REGISTER_ACCESS_HOOKS, InterpreterError, Violat
 @dataclass
 class _WgmmaBlock:
     regs: dict[str, np.ndarray] = field(default_factory=dict)  # buffer -> [threads, size] record (0 = free)
+    a_regs: dict[str, np.ndarray] = field(default_factory=dict)  # register A operands: buffer -> the same
     dirty: dict[str, np.ndarray] = field(default_factory=dict)  # buffer -> [threads] written since wgmma_fence
     open: dict[int, list[int]] = field(default_factory=dict)  # thread -> records issued since its last commit
     committed: dict[int, list[list[int]]] = field(default_factory=dict)  # thread -> committed groups
@@ -87,6 +90,16 @@ def check_register_access(run: Any, op: N.Op, mem: Any, view: N.View, addr: np.n
             raise _fail(run, op, "async", f"{'write' if write else 'read'} of accumulator %{name}[{int(addr[tuple(where)])}] "
                         f"while the {rec.op.atom} issued at {rec.op.loc} is in flight (it completes with {rec.what})",
                         view, lanes, where, other=rec.thread)
+    reading = state.a_regs.get(name)
+    if write and reading is not None:
+        rows = np.broadcast_to(lanes[:, None], addr.shape)
+        owner = np.where(ok, reading[rows, np.clip(addr, 0, reading.shape[1] - 1)], 0)
+        if owner.any():
+            where = np.argwhere(owner)[0]
+            rec = run.hb.records[int(owner[where[0], where[1]])]
+            raise _fail(run, op, "async", f"write of %{name}[{int(addr[tuple(where)])}], the A operand of the "
+                        f"{rec.op.atom} issued at {rec.op.loc}, while it is in flight (the tensor cores may still "
+                        f"read it until {rec.what})", view, lanes, where, other=rec.thread)
     if write:
         dirty = state.dirty.setdefault(name, np.zeros(run.threads, bool))
         dirty[lanes[ok.any(axis=1)]] = True
@@ -122,6 +135,10 @@ def issue(run: Any, op: N.Mma, spec: Any, parts: dict[int, dict], base: int) -> 
         frag = p["d"]
         regs = state.regs.setdefault(frag.mem.buffer.name, np.zeros(frag.mem.values.shape, np.int64))
         regs[frag.lanes[:, None], frag.addr] = rid
+        if spec.source("a") != "shared":  # A in registers: read by the tensor cores until the wait
+            frag = p["a"]
+            regs = state.a_regs.setdefault(frag.mem.buffer.name, np.zeros(frag.mem.values.shape, np.int64))
+            regs[frag.lanes[:, None], frag.addr] = rid
     for t in threads:
         state.open.setdefault(t, []).append(rid)
 
@@ -149,7 +166,7 @@ def _retire(run: Any, state: _WgmmaBlock, rid: int, threads: np.ndarray) -> None
     """The wgmma ``rid`` is complete for ``threads`` (their wait returned): its accumulator is
     theirs again, and its shared operands count as read by each of them *now*, so a later write
     must be ordered after these waits (a stage released before them races with its refill)."""
-    for regs in state.regs.values():
+    for regs in (*state.regs.values(), *state.a_regs.values()):
         rows = regs[threads]
         rows[rows == rid] = 0
         regs[threads] = rows

@@ -92,9 +92,17 @@ class GemmConfig:
     STAGES: int = 4
     GROUP_M: int = 8
     CLUSTER: int = 1
+    A_OPERAND: str = "shared"
+    RELEASE: str = "warpgroups"
 
-    def consts(self) -> dict[str, int]:
-        return {"BN": self.BN, "BK": self.BK, "STAGES": self.STAGES, "GROUP_M": self.GROUP_M, "CLUSTER": self.CLUSTER}
+    def consts(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"BN": self.BN, "BK": self.BK, "STAGES": self.STAGES, "GROUP_M": self.GROUP_M,
+                               "CLUSTER": self.CLUSTER}
+        if self.A_OPERAND != "shared":  # defaults stay implicit (a caller may override them)
+            out["A_OPERAND"] = self.A_OPERAND
+        if self.RELEASE != "warpgroups":
+            out["RELEASE"] = self.RELEASE
+        return out
 
     def shared_bytes(self, itemsize: int = 2, tma_epilogue: bool = True) -> int:
         """The shared memory of the ring (and of the epilogue's two 128 x 64 staging boxes)."""
@@ -107,8 +115,11 @@ CANDIDATES = (
     GemmConfig(BN=256, STAGES=4, GROUP_M=16),
     GemmConfig(BN=192, STAGES=4, GROUP_M=8),
     GemmConfig(BN=128, STAGES=6, GROUP_M=8),
+    GemmConfig(BN=256, STAGES=4, GROUP_M=16, A_OPERAND="registers", RELEASE="threads"),
+    GemmConfig(BN=256, STAGES=4, GROUP_M=8, A_OPERAND="registers", RELEASE="threads"),
 )
 """The autotuner's search space: every entry fits 227 KB of shared memory and 232 registers.
+The last two read A from registers (``A_OPERAND="registers"``, per-thread release).
 
 ``CLUSTER=2`` (B's box multicast to a pair of blocks) builds, runs and matches the reference, but
 on an H200 it measured the same speed as the unclustered kernel at every benchmarked shape
@@ -200,21 +211,24 @@ def gemm_kernel(in_dtype: str = "bf16", out_dtype: str = "bf16", bias: bool = Fa
         def gemm(a: A.Global(tin, a_dims), b: A.Global(tin, b_dims), c: A.Global(tout, "M N"),
                  bias: A.Global(A.f32, "N"), BN: A.const = 256, BK: A.const = 64, STAGES: A.const = 4,
                  GROUP_M: A.const = 8, SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto",
-                 CLUSTER: A.const = 1):
+                 CLUSTER: A.const = 1, A_OPERAND: A.const = "shared"):
             _traced_body()(a, b, c, bias, BN, BK, STAGES, GROUP_M, SMS, RELEASE, _epilogue(EPILOGUE, tout, BN), in_dtype, tout,
-                           activation, _cluster(CLUSTER, SMS, GROUP_M), majors=majors)
+                           activation, _cluster(CLUSTER, SMS, GROUP_M), majors=majors,
+                           a_operand=_a_operand(A_OPERAND, a_major, RELEASE))
     else:
         def gemm(a: A.Global(tin, a_dims), b: A.Global(tin, b_dims), c: A.Global(tout, "M N"),
                  BN: A.const = 256, BK: A.const = 64, STAGES: A.const = 4, GROUP_M: A.const = 8,
-                 SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto", CLUSTER: A.const = 1):
+                 SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto", CLUSTER: A.const = 1,
+                 A_OPERAND: A.const = "shared"):
             _traced_body()(a, b, c, None, BN, BK, STAGES, GROUP_M, SMS, RELEASE, _epilogue(EPILOGUE, tout, BN), in_dtype, tout,
-                           activation, _cluster(CLUSTER, SMS, GROUP_M), majors=majors)
+                           activation, _cluster(CLUSTER, SMS, GROUP_M), majors=majors,
+                           a_operand=_a_operand(A_OPERAND, a_major, RELEASE))
     gemm.__name__ = gemm.__qualname__ = name
     return A.kernel(threads=384, grid=grid, cluster=lambda CLUSTER: (CLUSTER, 1, 1), assume=assume)(gemm)
 
 
 def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE, in_dtype, tout, activation, CLUSTER,
-               majors=("k", "k")):
+               majors=("k", "k"), a_operand="shared"):
     """The kernel body shared by every variant (traced inside the variant's kernel)."""
     swizzle = SwizzleMode.B128.element_swizzle(2)
     tin = _DTYPES[in_dtype]
@@ -299,14 +313,27 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                     _assert_stage(sa[sc], a_major, cm * BM, kc * BK, "stage holds k-block kt of A")
                 if (cn + 1) * BN <= N and (kc + 1) * BK <= K:
                     _assert_stage(sb[sc], b_major, cn * BN, kc * BK, "stage holds k-block kt of B")
-                for ks in A.range(BK // 16, unroll=True):
-                    A.mma(atom, _k_step(sa[sc], a_major, 64, wg, ks), _k_step(sb[sc], b_major, BN, 0, ks), acc)
-                A.wgmma_commit()
-                A.wgmma_wait(1)  # the previous k-block's wgmmas retired: its stage may be refilled
-                if kc > 0:
-                    _release(empty, remote, (jt - 1) % STAGES, RELEASE)
+                if a_operand == "registers":
+                    # each warp loads its 16 rows of A for the k-block (ldmatrix), the wgmmas read them
+                    # from registers; the next k-block rewrites them, so this one's wgmmas retire first
+                    # (the other consumer warpgroup's wgmmas keep the tensor cores busy meanwhile)
+                    rows = wg * 4 + A.warp_id() % 4
+                    frags = [A.ldmatrix(sa[sc].tile((16, 16), (rows, ks))) for ks in range(BK // 16)]
+                    for ks in range(BK // 16):
+                        A.mma(atom + ".rs", frags[ks], _k_step(sb[sc], b_major, BN, 0, ks), acc)
+                    A.wgmma_commit()
+                    A.wgmma_wait(0)
+                    _release(empty, remote, jt % STAGES, RELEASE)
+                else:
+                    for ks in A.range(BK // 16, unroll=True):
+                        A.mma(atom, _k_step(sa[sc], a_major, 64, wg, ks), _k_step(sb[sc], b_major, BN, 0, ks), acc)
+                    A.wgmma_commit()
+                    A.wgmma_wait(1)  # the previous k-block's wgmmas retired: its stage may be refilled
+                    if kc > 0:
+                        _release(empty, remote, (jt - 1) % STAGES, RELEASE)
             A.wgmma_wait(0)
-            _release(empty, remote, (j * nk + nk - 1) % STAGES, RELEASE)
+            if a_operand == "shared":
+                _release(empty, remote, (j * nk + nk - 1) % STAGES, RELEASE)
             if EPILOGUE == "tma":
                 # 64-column boxes through two shared buffers: each box's bias, activation and
                 # conversion are applied to its 32 accumulator values, which are written from
@@ -373,6 +400,24 @@ def _tile(i: Any, *, pid: Any, tiles_m: Any, tiles_n: Any, group_m: int, sms: in
         return tile_of(pid + i * sms, tiles_m, tiles_n, group_m)
     pm, tn = tile_of(pid // 2 + i * (sms // 2), symbolic.ceil_div(tiles_m, 2), tiles_n, group_m // 2)
     return 2 * pm + A.cluster_rank(), tn
+
+
+def _a_operand(how: str, a_major: str, release: str) -> str:
+    """Where the wgmmas read A: ``"shared"`` (the stage, through a descriptor; one wgmma group stays
+    in flight across k-blocks) or ``"registers"`` (each warp loads its 16 rows of the k-block by
+    ``ldmatrix``, the ``.rs`` wgmmas read them; a k-block's group retires before the next k-block
+    rewrites the registers, and the two consumer warpgroups, released per thread, alternate on
+    the tensor cores)."""
+    if how not in ("shared", "registers"):
+        raise GemmError(f"A_OPERAND={how!r}: use 'shared' or 'registers'")
+    if how == "registers" and a_major != "k":
+        raise GemmError("A_OPERAND='registers' loads A's rows with ldmatrix from a K-major stage",
+                        hint="use a_major='k' (A stored M x K) or A_OPERAND='shared'")
+    if how == "registers" and release != "threads":
+        raise GemmError("A_OPERAND='registers' retires every k-block's wgmmas before the next one; the two "
+                        "consumer warpgroups must then not meet at a barrier per k-block",
+                        hint="use RELEASE='threads' (each consumer thread releases the stage)")
+    return how
 
 
 def _cluster(cluster: int, sms: int, group_m: int) -> int:

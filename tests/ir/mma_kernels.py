@@ -6,7 +6,7 @@ from argus.layout_algebra import Swizzle
 
 
 def one_tile(atom: str, *, WRONG_K: bool = False, MIXED_ROWS: bool = False, NO_FENCE: bool = False,
-             EARLY_READ: bool = False, NO_WAIT: bool = False):
+             EARLY_READ: bool = False, NO_WAIT: bool = False, REWRITE_A: bool = False):
     """D = A·Bᵀ + C for one atom tile, operands straight from global memory.
 
     A is M×K, B is N×K, C and D are M×N.  Tags: A (i, k), B (j, k); D must carry (i, j).
@@ -14,7 +14,9 @@ def one_tile(atom: str, *, WRONG_K: bool = False, MIXED_ROWS: bool = False, NO_F
     that a row of the A tile mixes source rows (the result has no row: untagged); ``NO_FENCE``
     omits the proxy fence between the ordinary shared-memory stores and the wgmma reading them;
     ``EARLY_READ`` stores a wgmma accumulator before the ``wgmma_wait`` that completes its group;
-    ``NO_WAIT`` commits the wgmma but never waits for it (and stores nothing).
+    ``NO_WAIT`` commits the wgmma but never waits for it (and stores nothing); ``REWRITE_A``
+    (a ``.rs`` atom) overwrites the A registers before the ``wgmma_wait`` (the tensor cores may
+    still be reading them).
     """
     spec = mma_atom(atom)
     m, n, k = spec.mnk
@@ -58,6 +60,8 @@ def one_tile(atom: str, *, WRONG_K: bool = False, MIXED_ROWS: bool = False, NO_F
             A.wgmma_commit()
             if NO_WAIT:
                 return
+            if REWRITE_A:
+                A.store(A.zeros(fa.shape, ta), fa)
             if not EARLY_READ:
                 A.wgmma_wait(0)
         A.store(acc, out)

@@ -385,6 +385,20 @@ def test_wgmma_accumulator_read_before_its_wait_group_is_an_async_violation():
     Interpreter(K.one_tile("wgmma.m64n16k16.bf16").specialize()).run(_wgmma_inputs(21))
 
 
+def test_wgmma_register_a_rewritten_before_its_wait_group_is_an_async_violation():
+    # A in registers (.rs) is read by the tensor cores until the group's wait: rewriting it
+    # earlier (the next k-block's fragment loaded into the same registers) is undefined in PTX
+    kernel = K.one_tile("wgmma.m64n16k16.bf16.rs", REWRITE_A=True)
+    with pytest.raises(InterpreterError) as err:
+        Interpreter(kernel.specialize()).run(_wgmma_inputs(24))
+    v = err.value.violation
+    assert v.kind == "async" and "the A operand" in v.message and "in flight" in v.message
+    assert 0 <= v.thread < 128 and v.element is not None
+    # reading it is fine, and the same kernel without the rewrite runs and matches
+    out = Interpreter(K.one_tile("wgmma.m64n16k16.bf16.rs").specialize()).run(_wgmma_inputs(24))
+    assert np.isfinite(out["d"]).all()
+
+
 def _with_wgmma_handles(kernel, *, fence: bool):
     """The kernel with its wgmma named by a handle (explicitly asynchronous), and a wgmma_fence
     before it when ``fence``."""
