@@ -31,7 +31,10 @@ Structure (384 threads, three warpgroups):
   issue ``BK / 16`` wgmmas on the stage, commit, then ``wgmma_wait(1)`` — the previous
   k-block's group retired — and release the previous stage (the 256 consumer threads meet at
   named barrier 1 and one of them arrives).  One group stays in flight, so tensor cores never
-  wait on the release.  After the last k-block: ``wgmma_wait(0)``, release, and the epilogue:
+  wait on the release.  With ``INFLIGHT=0`` a consumer instead waits for its own k-block's
+  group and releases that stage at once (every consumer thread arrives, no barrier joins the
+  two warpgroups): while one warpgroup waits, the other's wgmmas run, and the two alternate on
+  the tensor cores — the faster schedule on an H200.  After the last k-block: ``wgmma_wait(0)``, release, and the epilogue:
   bias, activation, conversion, then for a 16-bit C the tile leaves as ``BN / 64`` boxes of
   128 x 64 through two 128B-swizzled staging buffers and TMA stores (written from registers,
   ``fence_proxy_async``, barrier, one thread stores; a buffer is rewritten only after the
@@ -92,14 +95,14 @@ class GemmConfig:
     STAGES: int = 4
     GROUP_M: int = 8
     CLUSTER: int = 1
-    A_OPERAND: str = "shared"
+    INFLIGHT: int = 1
     RELEASE: str = "warpgroups"
 
     def consts(self) -> dict[str, Any]:
         out: dict[str, Any] = {"BN": self.BN, "BK": self.BK, "STAGES": self.STAGES, "GROUP_M": self.GROUP_M,
                                "CLUSTER": self.CLUSTER}
-        if self.A_OPERAND != "shared":  # defaults stay implicit (a caller may override them)
-            out["A_OPERAND"] = self.A_OPERAND
+        if self.INFLIGHT != 1:  # defaults stay implicit (a caller may override them)
+            out["INFLIGHT"] = self.INFLIGHT
         if self.RELEASE != "warpgroups":
             out["RELEASE"] = self.RELEASE
         return out
@@ -115,11 +118,12 @@ CANDIDATES = (
     GemmConfig(BN=256, STAGES=4, GROUP_M=16),
     GemmConfig(BN=192, STAGES=4, GROUP_M=8),
     GemmConfig(BN=128, STAGES=6, GROUP_M=8),
-    GemmConfig(BN=256, STAGES=4, GROUP_M=16, A_OPERAND="registers", RELEASE="threads"),
-    GemmConfig(BN=256, STAGES=4, GROUP_M=8, A_OPERAND="registers", RELEASE="threads"),
+    GemmConfig(BN=256, STAGES=4, GROUP_M=8, INFLIGHT=0, RELEASE="threads"),
+    GemmConfig(BN=256, STAGES=4, GROUP_M=16, INFLIGHT=0, RELEASE="threads"),
 )
 """The autotuner's search space: every entry fits 227 KB of shared memory and 232 registers.
-The last two read A from registers (``A_OPERAND="registers"``, per-thread release).
+The last two retire each k-block's wgmmas before the next k-block (``INFLIGHT=0``, per-thread
+release): the two consumer warpgroups then alternate on the tensor cores.
 
 ``CLUSTER=2`` (B's box multicast to a pair of blocks) builds, runs and matches the reference, but
 on an H200 it measured the same speed as the unclustered kernel at every benchmarked shape
@@ -211,24 +215,24 @@ def gemm_kernel(in_dtype: str = "bf16", out_dtype: str = "bf16", bias: bool = Fa
         def gemm(a: A.Global(tin, a_dims), b: A.Global(tin, b_dims), c: A.Global(tout, "M N"),
                  bias: A.Global(A.f32, "N"), BN: A.const = 256, BK: A.const = 64, STAGES: A.const = 4,
                  GROUP_M: A.const = 8, SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto",
-                 CLUSTER: A.const = 1, A_OPERAND: A.const = "shared"):
+                 CLUSTER: A.const = 1, INFLIGHT: A.const = 1):
             _traced_body()(a, b, c, bias, BN, BK, STAGES, GROUP_M, SMS, RELEASE, _epilogue(EPILOGUE, tout, BN), in_dtype, tout,
                            activation, _cluster(CLUSTER, SMS, GROUP_M), majors=majors,
-                           a_operand=_a_operand(A_OPERAND, a_major, RELEASE))
+                           inflight=_inflight(INFLIGHT, RELEASE))
     else:
         def gemm(a: A.Global(tin, a_dims), b: A.Global(tin, b_dims), c: A.Global(tout, "M N"),
                  BN: A.const = 256, BK: A.const = 64, STAGES: A.const = 4, GROUP_M: A.const = 8,
                  SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto", CLUSTER: A.const = 1,
-                 A_OPERAND: A.const = "shared"):
+                 INFLIGHT: A.const = 1):
             _traced_body()(a, b, c, None, BN, BK, STAGES, GROUP_M, SMS, RELEASE, _epilogue(EPILOGUE, tout, BN), in_dtype, tout,
                            activation, _cluster(CLUSTER, SMS, GROUP_M), majors=majors,
-                           a_operand=_a_operand(A_OPERAND, a_major, RELEASE))
+                           inflight=_inflight(INFLIGHT, RELEASE))
     gemm.__name__ = gemm.__qualname__ = name
     return A.kernel(threads=384, grid=grid, cluster=lambda CLUSTER: (CLUSTER, 1, 1), assume=assume)(gemm)
 
 
 def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE, in_dtype, tout, activation, CLUSTER,
-               majors=("k", "k"), a_operand="shared"):
+               majors=("k", "k"), inflight=1):
     """The kernel body shared by every variant (traced inside the variant's kernel)."""
     swizzle = SwizzleMode.B128.element_swizzle(2)
     tin = _DTYPES[in_dtype]
@@ -313,26 +317,18 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                     _assert_stage(sa[sc], a_major, cm * BM, kc * BK, "stage holds k-block kt of A")
                 if (cn + 1) * BN <= N and (kc + 1) * BK <= K:
                     _assert_stage(sb[sc], b_major, cn * BN, kc * BK, "stage holds k-block kt of B")
-                if a_operand == "registers":
-                    # each warp loads its 16 rows of A for the k-block (ldmatrix), the wgmmas read them
-                    # from registers; the next k-block rewrites them, so this one's wgmmas retire first
-                    # (the other consumer warpgroup's wgmmas keep the tensor cores busy meanwhile)
-                    rows = wg * 4 + A.warp_id() % 4
-                    frags = [A.ldmatrix(sa[sc].tile((16, 16), (rows, ks))) for ks in range(BK // 16)]
-                    for ks in range(BK // 16):
-                        A.mma(atom + ".rs", frags[ks], _k_step(sb[sc], b_major, BN, 0, ks), acc)
-                    A.wgmma_commit()
+                for ks in A.range(BK // 16, unroll=True):
+                    A.mma(atom, _k_step(sa[sc], a_major, 64, wg, ks), _k_step(sb[sc], b_major, BN, 0, ks), acc)
+                A.wgmma_commit()
+                if inflight == 0:  # this k-block's wgmmas retired: its stage may be refilled
                     A.wgmma_wait(0)
                     _release(empty, remote, jt % STAGES, RELEASE)
                 else:
-                    for ks in A.range(BK // 16, unroll=True):
-                        A.mma(atom, _k_step(sa[sc], a_major, 64, wg, ks), _k_step(sb[sc], b_major, BN, 0, ks), acc)
-                    A.wgmma_commit()
                     A.wgmma_wait(1)  # the previous k-block's wgmmas retired: its stage may be refilled
                     if kc > 0:
                         _release(empty, remote, (jt - 1) % STAGES, RELEASE)
             A.wgmma_wait(0)
-            if a_operand == "shared":
+            if inflight == 1:
                 _release(empty, remote, (j * nk + nk - 1) % STAGES, RELEASE)
             if EPILOGUE == "tma":
                 # 64-column boxes through two shared buffers: each box's bias, activation and
@@ -402,22 +398,19 @@ def _tile(i: Any, *, pid: Any, tiles_m: Any, tiles_n: Any, group_m: int, sms: in
     return 2 * pm + A.cluster_rank(), tn
 
 
-def _a_operand(how: str, a_major: str, release: str) -> str:
-    """Where the wgmmas read A: ``"shared"`` (the stage, through a descriptor; one wgmma group stays
-    in flight across k-blocks) or ``"registers"`` (each warp loads its 16 rows of the k-block by
-    ``ldmatrix``, the ``.rs`` wgmmas read them; a k-block's group retires before the next k-block
-    rewrites the registers, and the two consumer warpgroups, released per thread, alternate on
-    the tensor cores)."""
-    if how not in ("shared", "registers"):
-        raise GemmError(f"A_OPERAND={how!r}: use 'shared' or 'registers'")
-    if how == "registers" and a_major != "k":
-        raise GemmError("A_OPERAND='registers' loads A's rows with ldmatrix from a K-major stage",
-                        hint="use a_major='k' (A stored M x K) or A_OPERAND='shared'")
-    if how == "registers" and release != "threads":
-        raise GemmError("A_OPERAND='registers' retires every k-block's wgmmas before the next one; the two "
-                        "consumer warpgroups must then not meet at a barrier per k-block",
+def _inflight(inflight: int, release: str) -> int:
+    """How many wgmma groups a consumer warpgroup keeps in flight across k-blocks: 1 (it waits for
+    the previous k-block's group after issuing this one's, and releases the previous stage) or 0
+    (it waits for this k-block's group and releases its stage at once; the other consumer
+    warpgroup's wgmmas run meanwhile, so the two warpgroups alternate on the tensor cores — the
+    faster schedule on an H200, benchmarks/RESULTS.md)."""
+    if inflight not in (0, 1):
+        raise GemmError(f"INFLIGHT={inflight!r}: use 1 (one wgmma group in flight across k-blocks) or 0")
+    if inflight == 0 and release != "threads":
+        raise GemmError("INFLIGHT=0 retires each k-block's wgmmas before the next; the two consumer warpgroups "
+                        "must then not meet at a barrier every k-block (they would idle the tensor cores together)",
                         hint="use RELEASE='threads' (each consumer thread releases the stage)")
-    return how
+    return inflight
 
 
 def _cluster(cluster: int, sms: int, group_m: int) -> int:

@@ -182,3 +182,33 @@ def test_unsigned_64_bit_division_by_a_constant_is_a_multiply_high(d):
     for x in [0, 1, d - 1, d, d + 1, 2**63 - 1, 2**63 - d] + [rng.randrange(2**63) for _ in range(2000)]:
         assert ((x * m) >> 64) >> (e - 1) == x // d
 
+
+
+@A.kernel(threads=128, grid=lambda: (1,))
+def one_tile_register_a(a: A.Global(A.bf16, "M K"), b: A.Global(A.bf16, "N K"), c: A.Global(A.f32, "M N")):
+    """One 64x64 tile with A in registers (``ldmatrix`` per warp, ``wgmma ... .rs``)."""
+    sa = A.shared(A.bf16, (64, 64), swizzle=SWIZZLE_128B)
+    sb = A.shared(A.bf16, (64, 64), swizzle=SWIZZLE_128B)
+    bar = A.mbarrier(1)
+    A.mbarrier_init(bar)
+    A.arrive_expect_tx(bar, A.transaction_bytes(sa) + A.transaction_bytes(sb))
+    A.tma_load(a.tile((64, 64), (0, 0)), sa, bar)
+    A.tma_load(b.tile((64, 64), (0, 0)), sb, bar)
+    A.wait(bar, phase=0)
+    acc = A.mma_fragment("wgmma.m64n64k16.bf16", "c")
+    frags = [A.ldmatrix(sa.tile((16, 16), (A.warp_id() % 4, ks))) for ks in range(4)]
+    for ks in range(4):
+        A.mma("wgmma.m64n64k16.bf16.rs", frags[ks], sb.tile((64, 16), (0, ks)), acc)
+    A.store(acc, A.mma_partition("wgmma.m64n64k16.bf16", "c", c.tile((64, 64), (0, 0))))
+
+
+def test_register_a_operands_are_packed_before_the_wgmma_fence():
+    # a register write between wgmma.fence and the wgmma reading it is a hazard ptxas repairs
+    # by inserting a fence of its own and serializing every wgmma (its C7519 note)
+    ptx = emit_ptx(one_tile_register_a.specialize(), "sm_90a")
+    _, run = ptx.text.split("wgmma.fence.sync.aligned;")
+    issue = run.split("wgmma.commit_group")[0]
+    assert issue.count("wgmma.mma_async") == 4 and "mov.b32" not in issue and "ldmatrix" not in issue
+    if find_ptxas() is not None:
+        cubin = build_cubin(ptx, "register-a-" + ptx.name)
+        assert cubin.performance_issues == [], cubin.log

@@ -143,23 +143,22 @@ def test_tuned_configs_are_candidates():
     assert tuned_config(64, 8192, 1024).BN < tuned_config(8192, 8192, 1024).BN  # skinny M: narrower tiles
 
 
-# A from registers: each warp's 16 rows of the k-block by ldmatrix, wgmma .rs, a k-block's group
-# retired before the next k-block rewrites the registers, stages released by every consumer thread
+# one wgmma group in flight or none: with INFLIGHT=0 a consumer retires each k-block's wgmmas
+# before the next and every consumer thread releases the stage at once (no barrier between
+# the two consumer warpgroups, which then alternate on the tensor cores)
 @pytest.mark.parametrize("shape, bn, sms", [((200, 136, 72), 128, 2), ((130, 296, 136), 256, 2), ((64, 64, 8), 64, 1)])
-def test_a_from_registers_matches_numpy(shape, bn, sms):
+def test_no_group_in_flight_across_k_blocks_matches_numpy(shape, bn, sms):
     m, n, k = shape
     a, b = _operands(sum(shape) + 7, m, n, k)
-    kernel = gemm_kernel().specialize(BN=bn, STAGES=2, SMS=sms, A_OPERAND="registers", RELEASE="threads")
+    kernel = gemm_kernel().specialize(BN=bn, STAGES=2, SMS=sms, INFLIGHT=0, RELEASE="threads")
     check.check(kernel)
     out = Interpreter(kernel).run({"a": a, "b": b, "c": np.full((m, n), np.nan, np.float32)},
                                   {"M": m, "N": n, "K": k})["c"]
     np.testing.assert_array_equal(out, numerics.round_to("bf16", numerics.mma(a, b.T, None, a_dtype="bf16")))
 
 
-def test_a_from_registers_configuration_errors_have_hints():
+def test_inflight_configuration_errors_have_hints():
     with pytest.raises(GemmError, match="RELEASE='threads'"):
-        gemm_kernel().specialize(BN=64, SMS=1, A_OPERAND="registers")
-    with pytest.raises(GemmError, match="a_major='k'"):
-        gemm_kernel(a_major="m").specialize(BN=64, SMS=1, A_OPERAND="registers", RELEASE="threads")
-    with pytest.raises(GemmError, match="'shared' or 'registers'"):
-        gemm_kernel().specialize(BN=64, SMS=1, A_OPERAND="regs")
+        gemm_kernel().specialize(BN=64, SMS=1, INFLIGHT=0)
+    with pytest.raises(GemmError, match="use 1"):
+        gemm_kernel().specialize(BN=64, SMS=1, INFLIGHT=2, RELEASE="threads")
