@@ -120,9 +120,10 @@ CANDIDATES = (
     GemmConfig(BN=128, STAGES=6, GROUP_M=8),
     GemmConfig(BN=256, STAGES=4, GROUP_M=8, INFLIGHT=0, RELEASE="threads"),
     GemmConfig(BN=256, STAGES=4, GROUP_M=16, INFLIGHT=0, RELEASE="threads"),
+    GemmConfig(BN=128, STAGES=6, GROUP_M=8, INFLIGHT=0, RELEASE="threads"),
 )
 """The autotuner's search space: every entry fits 227 KB of shared memory and 232 registers.
-The last two retire each k-block's wgmmas before the next k-block (``INFLIGHT=0``, per-thread
+The last three retire each k-block's wgmmas before the next k-block (``INFLIGHT=0``, per-thread
 release): the two consumer warpgroups then alternate on the tensor cores.
 
 ``CLUSTER=2`` (B's box multicast to a pair of blocks) builds, runs and matches the reference, but
@@ -130,12 +131,12 @@ on an H200 it measured the same speed as the unclustered kernel at every benchma
 (benchmarks/RESULTS.md): it does not pay there, so the autotuner does not pick it."""
 
 TUNED = {
-    (4096, 4096, 4096): CANDIDATES[2],
-    (8192, 8192, 8192): CANDIDATES[2],
-    (4096, 14336, 4096): CANDIDATES[2],
-    (16384, 4096, 4096): CANDIDATES[2],
-    (2048, 2048, 2048): CANDIDATES[2],
-    (128, 14336, 4096): CANDIDATES[4],
+    (4096, 4096, 4096): CANDIDATES[6],
+    (8192, 8192, 8192): CANDIDATES[6],
+    (4096, 14336, 4096): CANDIDATES[6],
+    (16384, 4096, 4096): CANDIDATES[6],
+    (2048, 2048, 2048): CANDIDATES[6],
+    (128, 14336, 4096): CANDIDATES[7],
 }
 """The candidate ``benchmarks/gemm.py`` timed fastest per shape on an H200 (2026-12-03,
 benchmarks/RESULTS.md); ``tuned_config`` generalizes it."""
@@ -146,7 +147,7 @@ def tuned_config(m: int, n: int, k: int) -> "GemmConfig":
     a skinny ``m`` (one 128-row tile) wants narrower tiles so that more blocks get work."""
     if (m, n, k) in TUNED:
         return TUNED[(m, n, k)]
-    return CANDIDATES[4] if m <= BM else CANDIDATES[2]
+    return CANDIDATES[7] if m <= BM else CANDIDATES[6]
 
 
 def tile_of(t: Any, tiles_m: Any, tiles_n: Any, group_m: int) -> tuple[Any, Any]:
