@@ -126,6 +126,23 @@ class Resolution:
     #: ``(condition, tag, writer)`` cases, mutually exclusive and exhaustive (``writer`` is
     #: ``None`` for "no write hits": the initial tag); empty when not tracked
     branches: tuple[tuple[T.Term, TG.TagValue, Any], ...] = ()
+    #: the cases depend on the order of instances in loops (writes sharing a loop, an MMA's
+    #: silent or not): a copy of the element keeps them, and its readers state one VC per case
+    dynamic: bool = False
+
+
+#: a write's own cases (a copy of an element that several writes may have written last) are
+#: kept as cases of its readers while there are no more than this many
+MAX_CASES = 12
+
+
+def _cases(condition: T.Term, written: Resolution, writer: Any) -> list[tuple[T.Term, TG.TagValue, Any]]:
+    """The cases of a read where ``writer`` wrote last (under ``condition``): one, or where the
+    write copied an element with cases of its own (a register copy or conversion of an
+    accumulator), one per case of that element."""
+    if not written.dynamic or not written.branches or len(written.branches) > MAX_CASES:
+        return [(condition, written.tag, writer)]
+    return [(T.and_(condition, c), tag, w if w is not None else writer) for c, tag, w in written.branches]
 
 
 def _merge_deps(parts: Iterable[Resolution]) -> tuple[frozenset[Any], tuple[str, ...]]:
@@ -713,6 +730,27 @@ class Analysis:
                 monotone.append(lp)
         return tuple(latest), tuple(monotone)
 
+    def _reset_each_iteration(self, writer: Writer, outer: tuple, reader: Instance) -> bool:
+        """Is there a write of the same elements in the body of the loops ``outer`` (around the
+        innermost loop ``writer`` shares with ``reader``, not in it), before the reader, that
+        runs in every iteration of them whenever the reader does (an accumulator's reset)?
+        Then a write of an earlier iteration of ``outer`` is overwritten before the reader."""
+        site = writer.site
+        mine = site.expr(view_inner_address(writer.view))
+        conditions = {id(c) for c in reader.site.conditions}
+        for other in self.writers.get(writer.view.buffer.name, []):
+            o = other.site
+            if o.index >= reader.site.index or tuple(o.loops) != tuple(outer) or not other.write.data \
+                    or other.write.guard or other.launch:
+                continue
+            if view_extents(other.view) != view_extents(writer.view):
+                continue
+            if o.expr(view_inner_address(other.view)) != mine:
+                continue
+            if all(id(c) in conditions for c in o.conditions if c.what != "loop"):
+                return True
+        return False
+
     def _overwritten_each_iteration(self, writer: Writer, loop: Any) -> bool:
         """Is there an earlier write in the same loop body, of the same elements, that runs
         in every iteration whenever ``writer`` runs in some iteration?"""
@@ -955,13 +993,15 @@ class Analysis:
             raise EncodingError(f"{writer.site.describe()}: a reused write in loops shared with its reader "
                                 "whose other counters select the element")
         out: dict[sympy.Symbol, T.Term] = {}
+        after = writer.site.index > reader.site.index
+        if after and common and len(common) != 1 and not self._reset_each_iteration(writer, common[:-1], reader):
+            raise EncodingError(f"{writer.site.describe()}: a reused write after its reader in nested loops")
         for lp in witness.latest:
             if lp in common:
                 k = reader.values[lp.var]
-                if writer.site.index > reader.site.index:
-                    if len(common) != 1:
-                        raise EncodingError(f"{writer.site.describe()}: a reused write after its reader in "
-                                            "nested loops")
+                if after and lp is common[-1]:
+                    # the previous iteration of the innermost loop; in nested loops, a write of an
+                    # earlier iteration of the outer ones is overwritten by their reset
                     k = T.sub(k, lp.step)
                 out[lp.var] = k
             else:
@@ -1085,12 +1125,13 @@ class Analysis:
         if static_order:
             later: list[T.Term] = []
             for writer, hit, _, res in reversed(entries):
-                branches.append((T.and_(hit, *later), res.tag, writer))
+                branches += _cases(T.and_(hit, *later), res, writer)
                 later.append(T.not_(hit))
             branches.append((T.and_(*later), initial, None))
             for _, hit, _, res in entries:
                 tag = TG.select(hit, res.tag, tag)
         else:
+            chosen = []
             for j, (wj, hj, ij, rj) in enumerate(entries):
                 later = []
                 for i, (wi, hi, ii, _) in enumerate(entries):
@@ -1101,12 +1142,20 @@ class Analysis:
                     else:
                         after = self.precedes(ij, ii)
                     later.append(T.not_(T.and_(hi, after)))
-                tag = TG.select(T.and_(hj, *later), rj.tag, tag)
+                last = T.and_(hj, *later)
+                tag = TG.select(last, rj.tag, tag)
+                chosen.append((last, rj, wj))
+            # the cases of the select chain just built: the outermost choice first
+            excluded: list[T.Term] = []
+            for last, res, writer in reversed(chosen):
+                branches += _cases(T.and_(last, *excluded), res, writer)
+                excluded.append(T.not_(last))
+            branches.append((T.and_(*excluded), initial, None))
         if is_global:
             initialized = T.TRUE
         else:
             initialized = T.or_(*(hit for writer, hit, _, _ in entries if writer.write.data))
-        return Resolution(tag, initialized, lemmas, approximations, tuple(branches))
+        return Resolution(tag, initialized, lemmas, approximations, tuple(branches), not static_order)
 
     def _candidate(self, writer: Writer, reader: Instance, address: T.Term,
                    logical: tuple[T.Term, ...] | None = None):
@@ -1135,7 +1184,7 @@ class Analysis:
             hit = self.simplify(hit)
             written = self.written_tag(writer, inst)
             written = Resolution(self.simplify_tag(written.tag), written.initialized, written.lemmas,
-                                 written.approximations, written.branches)
+                                 written.approximations, written.branches, written.dynamic)
         except (EncodingError, T.TermError) as err:
             reason = f"cannot encode the write at {writer.site.describe()}: {err.message}"
             return (writer, self.havoc_bool("hit"), None,
@@ -1158,4 +1207,35 @@ class Analysis:
             return Resolution(TG.BOTTOM, T.TRUE)
         reads = [self.read(inst, src) for src in write.sources]
         lemmas, approx = _merge_deps(reads)
-        return Resolution(TG.merge([r.tag for r in reads]), T.TRUE, lemmas, approx)
+        tag = TG.merge([r.tag for r in reads])
+        if len(reads) == 1 and write.zero_fill is None and reads[0].dynamic:
+            # a copy of an element several writes in loops may have written last: their cases
+            return Resolution(tag, T.TRUE, lemmas, approx, reads[0].branches, True)
+        if write.zero_fill is not None:
+            src, pred = write.zero_fill
+            present = [self.value(inst, g) for g in (src.valid, pred) if g is not None]
+            if present:
+                zero, why = self.known_zero_tag(inst, src)
+                tag = TG.select(T.and_(*present), tag, zero)
+                approx = approx + why
+        return Resolution(tag, T.TRUE, lemmas, approx)
+
+    def known_zero_tag(self, inst: Instance, src: N.View) -> tuple[TG.TagValue, tuple[str, ...]]:
+        """The known zero a zero-filling copy writes for an element of ``src`` outside its
+        tensor: it stands for the tag the tensor's tag function gives the element's logical
+        coordinate (the interpreter's rule), or for none where no tag function applies.  Where
+        the tag function is one the verifier does not follow, its fields are fresh variables."""
+        buffer = src.buffer
+        if buffer.space is not N.MemorySpace.GLOBAL:
+            return TG.TagValue.known_zero(None), ()
+        if buffer.name in self.taint:
+            fresh = self.havoc_tag(f"{buffer.name}.zero")
+            return (TG.TagValue(T.ite(fresh.zero, fresh.length, TG.KNOWN_ZERO), fresh.fields),
+                    (self.taint[buffer.name],))
+        tags = [w for w in self.writers.get(buffer.name, []) if w.launch and w.write.record is not None]
+        if not tags:
+            return TG.TagValue.known_zero(None), ()
+        writer = tags[-1]  # the tensor's tag function: the last tag op on it (at launch)
+        logical = self.logical(inst, src)
+        at = Instance(writer.site, {N.COORDS[d]: v for d, v in enumerate(logical)})
+        return TG.TagValue.known_zero([self.value(at, e) for _, e in writer.write.record]), ()

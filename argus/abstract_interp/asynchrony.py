@@ -126,14 +126,16 @@ def accesses(op: N.Op) -> list[M.Access] | None:
 
 def writes(op: N.Op) -> list[M.Write]:
     """What an asynchronous copy writes: its destination, with the source's data and tags
-    (zero-filled parts of a box included), when it lands; a single-issuer copy is written by
+    (zero-filled parts of a box included: known zeros), when it lands; a single-issuer copy is written by
     its elected thread only."""
     elected = (op.elected,) if getattr(op, "elected", None) is not None else ()
     match op:
-        case N.Copy(atom=atom, src=src, dst=dst) if atom in CP_ASYNC_ATOMS:
-            return [AsyncWrite(dst, True, (*_valid(dst), *elected), (src,), completes="its cp.async group wait")]
-        case N.Copy(atom="tma.load", src=src, dst=dst):
-            return [AsyncWrite(dst, True, (*_valid(dst), *elected), (src,), completes="its mbarrier phase")]
+        case N.Copy(atom=atom, src=src, dst=dst, pred=pred) if atom in CP_ASYNC_ATOMS:
+            return [AsyncWrite(dst, True, (*_valid(dst), *elected), (src,), zero_fill=(src, pred),
+                               completes="its cp.async group wait")]
+        case N.Copy(atom="tma.load", src=src, dst=dst, pred=pred):
+            return [AsyncWrite(dst, True, (*_valid(dst), *elected), (src,), zero_fill=(src, pred),
+                               completes="its mbarrier phase")]
         case N.Copy(atom="tma.store", src=src, dst=dst, pred=pred):
             guard = (*_valid(dst), *((pred,) if pred is not None else ()), *elected)
             return [AsyncWrite(dst, True, guard, (src,), completes="its TMA store group wait")]

@@ -293,10 +293,18 @@ def define(analysis: Any, name: str, term: T.Term) -> T.Term:
 def definitions(analysis: Any, terms: list[T.Term]) -> list[tuple[str, T.Term]]:
     """The defining equations of every named variable ``terms`` use (transitively), as
     hypotheses: each introduces a fresh variable equal to its definition, so they are
-    satisfiable whatever the rest of the VC says."""
+    satisfiable whatever the rest of the VC says.
+
+    A definition whose term divides by a value that may be zero (a witness of another role's
+    instance, evaluated where that instance does not exist: a tile index past the grid) holds
+    where its divisions are defined; elsewhere the variable is any integer, as the division's
+    result is.  Its divisions are then no definedness obligation of the VC: a proof holds for
+    every value the variable may take, and a use of it under a path that needs the value
+    needs the definition, hence the guards, to hold there."""
     known = analysis.__dict__.get("definitions")
     if not known:
         return []
+    equations = analysis.__dict__.setdefault("_definition_equations", {})
     out: list[tuple[str, T.Term]] = []
     seen: set[str] = set()
     pending = [name for name in T.variables(*terms) if name in known]
@@ -306,7 +314,16 @@ def definitions(analysis: Any, terms: list[T.Term]) -> list[tuple[str, T.Term]]:
             continue
         seen.add(name)
         var, term = known[name]
-        out.append((f"def:{name}", T.eq(var, term)))
+        equation = equations.get(name)
+        if equation is None:
+            from argus.proofs.provers import definedness_guards
+
+            equation = T.eq(var, term)
+            guards = definedness_guards(equation)
+            if guards:
+                equation = T.implies(T.and_(*guards), equation)
+            equations[name] = equation
+        out.append((f"def:{name}", equation))
         pending += [n for n in T.variables(term) if n in known and n not in seen]
     out.sort(key=lambda item: item[0])
     return out

@@ -9,36 +9,42 @@ in-place rescaling).  The domain is derived from the kernel's tags
 tensor makes it ``0 .. K - 1``); where it cannot be derived, only duplicates are checked.
 
 Tags do not see coverage: ``D[m, n]`` carries the row fields of A and the column fields of B
-whether the loop went over K once, twice or half.  The verifier states three properties
-whose conjunction is a bijection between the contributions to an element and the domain,
-for symbolic trip counts:
+whether the loop went over K once, twice or half.  Each contribution (an A element ``A[m, kk]``
+of one MMA instance) has a *key*: the k of its record, or for a known zero (the zero fill of a
+TMA box or a masked copy) the k of the tag it stands for.  The interpreter counts a record's k,
+and a known zero's where it lies in the domain (a row past M is the padding of that k); a zero
+past K counts nothing.  The verifier states four properties whose conjunction makes the
+interpreter's keys exactly the domain, for symbolic trip counts:
 
 * **injectivity** (at each MMA site ``s``): two contributions to the same accumulator element
   (same block, thread and register) in the same *chain* — equal counters of the loops around
   the accumulator's reset — that are distinct (another site, other loop counters, or another
-  k index of the atom) carry different k.  One VC per MMA site writing the same registers at
-  or before ``s`` (sites whose registers are constants and disjoint are skipped);
-* **range** (at each MMA site, domain known): every contribution's A element has a k, and it
-  lies in the domain — for rows of A whose first element has a k (a row is tagged as a whole,
-  lemma ``mma-operands``; a row past M is zero-filled, which the interpreter counts as the
-  padding of each k of the domain);
-* **cardinality** (at each non-MMA read of an accumulator, domain known): the number of
-  contributions to the element read, ``Σ_s [register ∈ D(s)] · Π trip counts · k extent``
-  over the MMA sites between the last reset and the read, is 0 (no chain) or the domain's
-  size.  The count is exact only when every such site runs on every path that reaches the
-  read, once per iteration of its loops: an MMA under a branch the read is not under, a read
-  inside the loop that accumulates, or trip counts that depend on each other give
-  ``unknown`` with the reason.
+  k index of the atom) carry different keys.  One VC per MMA site writing the same registers
+  at or before ``s`` (sites whose registers are constants and disjoint are skipped);
+* **range** (at each MMA site, domain known): every contribution has a key, a record's k lies
+  in the domain and every key at or above its start — for rows of A whose first element has a
+  key (a row is tagged as a whole, lemma ``mma-operands``; an untagged row gives D no record);
+* **bound** (at each non-MMA read of an accumulator, per MMA site of the chain): the keys of
+  the contributions to the element read lie below the domain's start plus their number;
+* **cardinality** (at the same reads): the number of contributions to the element read,
+  ``Σ_s [register ∈ D(s)] · Π trip counts · k extent`` over the MMA sites between the last
+  reset and the read, is 0 (no chain) or at least the domain's size.  The count is exact only
+  when every such site runs on every path that reaches the read, once per iteration of its
+  loops: an MMA under a branch the read is not under, a read inside the loop that
+  accumulates, or trip counts that depend on each other give ``unknown`` with the reason.
 
-Partial sums the interpreter carries through register moves and elementwise ops (an
-accumulator rebound as ``acc = mma(..., acc)`` in a loop, a rescaling ``o = o * alpha``) are
-not followed here: such chains are ``unknown`` with that reason.
+Distinct, at least the start, below start plus their number: the keys are exactly that range,
+which holds the domain; the keys in the domain are the interpreter's (records' k and padding),
+the others known zeros past it.  Each k exactly once.
 
-Injective, in range and as many as the domain: each k exactly once.  Refutations name the
-site(s), block, thread, element and loop counters, and replay on the interpreter (a
-duplicate at the MMA, a missing k at the read).  Known zeros (zero-filled tails) are not
-modelled by the verifier's tags; they add nothing in the interpreter, so a range VC refuted
-through one is marked approximate and becomes ``unknown`` unless it replays.
+Partial sums the interpreter carries through register moves and elementwise ops *within* the
+chain (an accumulator rebound as ``acc = mma(..., acc)`` in a loop, a rescaling ``o = o *
+alpha``) are not followed here: such chains are ``unknown`` with that reason.  A move *out of*
+the chain (a conversion of the whole fragment, an epilogue's ``acc + bias``) is checked as the
+read where the sum leaves it: the interpreter checks the moved keys at the later store, the
+verifier already at the move (a stronger check).  Refutations name the site(s), block,
+thread, element and loop counters, and replay on the interpreter (a duplicate at the MMA, a
+missing k at the read).
 """
 
 from __future__ import annotations
@@ -59,8 +65,10 @@ from argus.ir.interp_mma import ReductionDomain, carries_keys, reduction_domain
 from argus.smt import terms as T
 from argus.smt.evaluate import evaluate
 
-KNOWN_ZEROS = ("known zeros (zero-filled tails) add nothing to a sum; the verifier's tags do not model them, "
-               "so an operand element without k may be one")
+COUNTING = ("the keys of a chain's contributions lying below its start plus their number is a step of the "
+            "verifier's count, not a check of the interpreter")
+UNTAGGED_ROWS = ("a row of A whose first element carries neither a k nor a known zero's k is not counted "
+                 "(it gives the result no record)")
 
 
 def coverage(b: Any, site: Site) -> None:
@@ -91,14 +99,14 @@ class _Chain:
     """The MMA sites writing one accumulator buffer, the sites that reset it (any other
     writer) and the reduction domain (``None`` unless every MMA site derives the same)."""
 
-    def __init__(self, a: Any, buffer: str, mmas: list[Site], resets: list[Site]) -> None:
+    def __init__(self, a: Any, buffer: str, mmas: list[Site], resets: list[Site], accumulators: set[str]) -> None:
         self.buffer, self.mmas, self.resets = buffer, mmas, resets
         domains = {reduction_domain(a.kernel, s.op) for s in mmas}
         same = {(d.offset, d.extent) for d in domains if d is not None}
         self.domain: ReductionDomain | None = (min(domains, key=lambda d: d.tensor)
                                                if None not in domains and len(same) == 1 else None)
         self.addresses = {s.index: _static_addresses(a, s) for s in mmas}
-        self.unmodelled = _unmodelled(a, buffer, mmas)
+        self.unmodelled = _unmodelled(a, buffer, mmas, accumulators)
 
     def chain_loops(self, site: Site) -> tuple:
         """The loops around ``site`` whose counters identify its chain: those it shares with
@@ -125,12 +133,12 @@ def _chains(a: Any) -> dict[str, _Chain]:
     out = {}
     for name, sites in mmas.items():
         resets = [w.site for w in a.writers.get(name, []) if not isinstance(w.site.op, N.Mma)]
-        out[name] = _Chain(a, name, sites, resets)
+        out[name] = _Chain(a, name, sites, resets, set(mmas))
     a._coverage_chains = out
     return out
 
 
-def _unmodelled(a: Any, buffer: str, mmas: list[Site]) -> str | None:
+def _unmodelled(a: Any, buffer: str, mmas: list[Site], accumulators: set[str]) -> str | None:
     """Why the chains of ``buffer`` are beyond this module (``None`` when they are not): the
     interpreter carries partial sums through register moves and elementwise ops (``acc =
     mma(...)`` rebound in a loop, ``o = o * alpha``), which the VCs here do not follow."""
@@ -142,9 +150,13 @@ def _unmodelled(a: Any, buffer: str, mmas: list[Site]) -> str | None:
         op = site.op
         if not carries_keys(op):
             continue
-        touched = [op.dst] + ([x for x in op.srcs if isinstance(x, N.View)] if isinstance(op, N.Elementwise)
-                              else [op.src])
-        if any(v.buffer.name == buffer for v in touched):
+        # a move out of the chain (into another buffer) is where the sum leaves it: its read is
+        # checked like a store's; a move into the chain's buffer carries partial sums in, and an
+        # op of two partial sums (split-k) unites their keys
+        sources = [x for x in op.srcs if isinstance(x, N.View)] if isinstance(op, N.Elementwise) else [op.src]
+        if buffer not in {v.buffer.name for v in [op.dst, *sources]}:
+            continue
+        if op.dst.buffer.name == buffer or sum(v.buffer.name in accumulators for v in sources) > 1:
             return (f"%{buffer} is moved or rescaled in registers at {op.loc}: coverage of partial sums moved "
                     "between registers is not modelled by the verifier")
     return None
@@ -190,12 +202,24 @@ class _Contribution:
         tag = define_tag(a, f"cov{count}.a#{inst.site.index}", self.a_element.tag)
         self.tagged = has_k(tag, field)
         self.k = k_value(tag, field)
+        # the element's key: its k, or for a known zero the k of the tag it stands for (a row
+        # past M: padding of that k; a column past K: a zero outside the domain)
+        self.has_key, self.key = _key(tag, field)
         self.register = a.key(inst, op.d)
-        # the row's first element: a row without k there (rows past M, zero-filled by TMA or a
-        # masked load) gives D no record, and the lemma ``mma-operands`` makes every element
-        # of the row so; such an element carries no tag any property could rely on
+        # the row's first element: a row without a key there (untagged data) gives D no
+        # record, and the lemma ``mma-operands`` makes every element of the row so
         self.row_start = self.mma.element("a", row, T.int_const(0))
-        self.row_tagged = has_k(define_tag(a, f"cov{count}.a0#{inst.site.index}", self.row_start.tag), field)
+        self.row_keyed = _key(define_tag(a, f"cov{count}.a0#{inst.site.index}", self.row_start.tag), field)[0]
+
+
+def _key(tag: Any, field: int) -> tuple[T.Term, T.Term]:
+    """``(has a key, key)`` of an A element: a record's k, or a known zero's stood-for k."""
+    from argus.abstract_interp import tags as TG
+
+    stood = TG.TagValue(tag.stands_for, tag.fields)
+    real = has_k(tag, field)
+    return (T.or_(real, T.and_(tag.zero, has_k(stood, field))),
+            T.ite(real, k_value(tag, field), k_value(stood, field)))
 
 
 def _roles(a: Any, inst: Instance, view: N.View, prefix: str = "") -> dict[str, Any]:
@@ -232,7 +256,7 @@ def _injective(b: Any, site: Site, chain: _Chain) -> None:
         else:
             distinct = T.TRUE
         conflict = T.and_(a.path(inst), a.path(second), T.eq(mine.register, theirs.register), distinct,
-                          mine.tagged, theirs.tagged, T.eq(mine.k, theirs.k))
+                          mine.has_key, theirs.has_key, T.eq(mine.key, theirs.key))
         other = {"other_site": other_site, "other_access": M.Access(other_site.op.d, "d", "write"),
                  **_roles(a, second, other_site.op.d, "other_")}
         roles = {**_roles(a, inst, op.d), "alternatives": [(conflict, other)], "k": mine.k, "kk": mine.kk}
@@ -248,13 +272,15 @@ def _in_domain(b: Any, site: Site, chain: _Chain) -> None:
     mine = _Contribution(a, inst, "")
     lo = a.value(inst, chain.domain.offset)
     hi = T.add(lo, a.value(inst, chain.domain.extent))
-    goal = T.implies(T.and_(a.path(inst), mine.row_tagged), T.and_(mine.tagged, T.le(lo, mine.k), T.lt(mine.k, hi)))
+    in_domain = T.implies(mine.tagged, T.and_(T.le(lo, mine.k), T.lt(mine.k, hi)))
+    goal = T.implies(T.and_(a.path(inst), mine.row_keyed), T.and_(mine.has_key, in_domain, T.le(lo, mine.key)))
     lemmas, approx = _merge_deps([mine.a_element, mine.row_start])
     lemmas = lemmas | {("mma", site.index)}
-    roles = {**_roles(a, inst, op.d), "k": mine.k, "kk": mine.kk}
+    roles = {**_roles(a, inst, op.d), "k": mine.key, "kk": mine.kk}
     b.add("coverage", site, hyps, goal,
-          f"{mma_atom(op.atom).name}: every product's k lies in the reduction domain ({chain.domain.describe()})",
-          roles, (lemmas, (*approx, KNOWN_ZEROS)))
+          f"{mma_atom(op.atom).name}: every product's k lies in the reduction domain ({chain.domain.describe()}), "
+          "a known zero's at or above its start",
+          roles, (lemmas, (*approx, UNTAGGED_ROWS)))
 
 
 # --------------------------------------------------------------------------- cardinality
@@ -296,12 +322,35 @@ def _complete(b: Any, site: Site, acc: M.Access, chain: _Chain) -> None:
         return
     total = T.add(*terms) if terms else T.int_const(0)
     size = a.value(inst, chain.domain.extent)
-    goal = T.implies(a.active(inst, acc), T.or_(T.eq(total, 0), T.eq(total, size)))
+    goal = T.implies(a.active(inst, acc), T.or_(T.eq(total, 0), T.ge(total, size)))
     roles = {**_roles(a, inst, acc.view), "logical": a.logical(inst, acc.view), "buffer": acc.buffer.name,
              "contributions": total, "domain_size": size}
     b.add("coverage", site, hyps, goal,
           f"%{acc.buffer.name} leaves its MMA chain with every k of the reduction ({chain.domain.describe()})",
           roles)
+    bound = T.add(a.value(inst, chain.domain.offset), total)
+    for s in sites:
+        _below(b, site, acc, inst, hyps, register, s, chain, bound)
+
+
+def _below(b: Any, site: Site, acc: M.Access, reader: Instance, hyps: list, register: T.Term, mma: Site,
+           chain: _Chain, bound: T.Term) -> None:
+    """Every contribution of ``mma`` to the element read has its key (a k, or a known zero's)
+    below ``offset + contributions``: with the range and injectivity VCs, the keys are then
+    exactly ``offset .. offset + contributions - 1``, which holds the whole domain."""
+    a = b.analysis
+    block = {x: reader.values[x] for x in a.block_ids}
+    shared = {lp.var: reader.values[lp.var] for lp in chain.chain_loops(mma)}
+    inst, more = a.fresh(mma, f"#below{mma.index}", view=mma.op.d, block=block, tid=reader.values[a.tid],
+                         loops=shared)
+    mine = _Contribution(a, inst, f"#below{mma.index}")
+    premise = T.and_(a.active(reader, acc), a.path(inst), T.eq(mine.register, register), mine.row_keyed)
+    roles = {**_roles(a, reader, acc.view), "k": mine.key, "kk": mine.kk,
+             **_roles(a, inst, mma.op.d, "other_")}
+    lemmas, approx = _merge_deps([mine.a_element, mine.row_start])
+    b.add("coverage", site, [*hyps, *more], T.implies(premise, T.lt(mine.key, bound)),
+          f"the keys of the contributions of {mma.describe()} to %{acc.buffer.name} lie below the domain's start "
+          "plus their number", roles, (lemmas | {("mma", mma.index)}, (*approx, COUNTING)))
 
 
 def _not_counted(mma: Site, reader: Site, chain: _Chain) -> str | None:

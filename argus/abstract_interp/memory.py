@@ -63,6 +63,9 @@ class Write:
     guard: tuple[Any, ...]  # predicates over the view coordinates (validity, copy predicate)
     sources: tuple[N.View, ...] = ()
     record: tuple[tuple[str, Any], ...] | None = None
+    #: ``(source, predicate)`` of a zero-filling copy: where the source element is not valid in
+    #: its view (outside the tensor) or the predicate is false, a known zero lands instead
+    zero_fill: tuple[N.View, Any] | None = None
 
 
 class Unsupported(Exception):

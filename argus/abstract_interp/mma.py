@@ -242,10 +242,7 @@ def product_tag(analysis: Any, inst: Instance) -> Any:
     from argus.abstract_interp.analysis import Resolution, _merge_deps
 
     cache_ = analysis.__dict__.setdefault("_mma_records", {})
-    related = tuple(inst.values.get(s) for s in (analysis.tid, *analysis.block_ids,
-                                                 *analysis._coord_symbols(inst.site.op.d)))
-    related += tuple(inst.values[lp.var] for lp in inst.site.loops)
-    key = (inst.site.index, related)
+    key = _record_key(analysis, inst)
     got = cache_.get(key)
     if got is not None:
         return got
@@ -256,9 +253,12 @@ def product_tag(analysis: Any, inst: Instance) -> Any:
     b0 = m.element("b", col, zero)
     lemmas, approx = _merge_deps([a0, b0])
     name = f"mma{inst.site.index}.{len(cache_)}"
-    tag = record(named(analysis, f"{name}.a", a0.tag), named(analysis, f"{name}.b", b0.tag),
-                 m.k_field("a"), m.k_field("b"))
+    ta, tb = named(analysis, f"{name}.a", a0.tag), named(analysis, f"{name}.b", b0.tag)
+    tag = record(ta, tb, m.k_field("a"), m.k_field("b"))
     got = cache_[key] = Resolution(named(analysis, name, tag), T.TRUE, lemmas | {("mma", inst.site.index)}, approx)
+    # every product term has a known-zero factor (see :func:`silent`)
+    analysis.__dict__.setdefault("_mma_silent", {})[key] = analysis.simplify(T.or_(ta.zero, tb.zero))
+    analysis.__dict__.setdefault("_mma_operands0", {})[key] = (ta, tb)
     return got
 
 
@@ -272,17 +272,101 @@ def named(analysis: Any, name: str, tag: TG.TagValue) -> TG.TagValue:
                        tuple(define(analysis, f"{name}.f{i}", f) for i, f in enumerate(tag.fields)))
 
 
+def silent(analysis: Any, inst: Instance) -> T.Term:
+    """Every product term of the instance's D element has a known-zero factor: ``A[m, 0]`` or
+    ``B[n, 0]`` is a known zero (lemma ``mma-operands``: then so is its whole row or column,
+    and otherwise the product at ``k = 0`` counts).  Such an MMA leaves ``D = C``."""
+    product_tag(analysis, inst)
+    return analysis._mma_silent[_record_key(analysis, inst)]
+
+
+def _record_key(analysis: Any, inst: Instance) -> tuple:
+    related = tuple(inst.values.get(s) for s in (analysis.tid, *analysis.block_ids,
+                                                 *analysis._coord_symbols(inst.site.op.d)))
+    related += tuple(inst.values[lp.var] for lp in inst.site.loops)
+    return (inst.site.index, related)
+
+
+def first_instance(analysis: Any, inst: Instance) -> Instance | None:
+    """The first MMA instance of ``inst``'s chain that writes its D element: the chain's first
+    MMA site writing the same fragment view, at the first iteration of the loops inside the
+    accumulator's reset, with ``inst``'s thread, block, element and chain counters.  ``None``
+    where that instance does not necessarily run whenever ``inst`` does (a branch or a loop
+    ``inst`` is not under)."""
+    from argus.abstract_interp.coverage import _chains
+
+    site = inst.site
+    chain = _chains(analysis).get(site.op.d.buffer.name)
+    if chain is None:
+        return None
+    same = [s for s in chain.mmas if s.op.d == site.op.d and s.index <= site.index]
+    if not same:
+        return None
+    first = min(same, key=lambda s: s.index)
+    outer = chain.chain_loops(site)
+    if chain.chain_loops(first) != outer or not all(lp in site.loops for lp in first.loops):
+        return None
+    if not {c for c in first.conditions if c.what != "loop"} <= set(site.conditions):
+        return None
+    values = {s: v for s, v in inst.values.items() if s in (analysis.tid, *analysis.block_ids,
+                                                             *analysis._coord_symbols(site.op.d))}
+    for lp in first.loops:
+        values[lp.var] = (inst.values[lp.var] if lp in outer
+                          else analysis.encoder.term(first.expr(lp.start), values))
+    return Instance(first, values)
+
+
+def _stood_for(tag: TG.TagValue) -> TG.TagValue:
+    """A known zero as the record it stands for (any other tag as it is)."""
+    return TG.TagValue(T.ite(tag.zero, tag.stands_for, tag.length), tag.fields)
+
+
+def silent_value(analysis: Any, inst: Instance) -> TG.TagValue | None:
+    """What a silent instance's D holds, as the lemma ``mma-acc`` proves it: ⊥ where the
+    chain's first instance on the element was silent too (no product reached it yet), else
+    the record of the tags its operands' known zeros stand for (the record every product on
+    the element gives).  ``None`` where the first instance is not known to run."""
+    first = first_instance(analysis, inst)
+    if first is None:
+        return None
+    product_tag(analysis, inst)
+    ta, tb = analysis._mma_operands0[_record_key(analysis, inst)]
+    m = MmaInstance(analysis, inst)
+    whole = record(_stood_for(ta), _stood_for(tb), m.k_field("a"), m.k_field("b"))
+    return TG.select(silent(analysis, first), TG.BOTTOM, whole)
+
+
 def written_tag(analysis: Any, writer: Any, inst: Instance) -> Any:
-    """The tag an MMA writes at ``inst`` (see the module docstring); under the accumulator
-    hypothesis (while resolving another MMA's ``C``) its record alone."""
-    from argus.abstract_interp.analysis import Resolution
+    """The tag an MMA writes at ``inst`` (see the module docstring): its record, or where the
+    instance is silent (:func:`silent`) its ``C``: :func:`silent_value`, or where that is not
+    available the tag of its ``C`` resolved under the accumulator hypothesis.  Outside the
+    hypothesis both rely on the lemma ``mma-acc``."""
+    from argus.abstract_interp.analysis import Resolution, _merge_deps
 
     product = product_tag(analysis, inst)
-    if analysis.__dict__.get("_mma_hypothesis", 0):
-        return product
-    # the accumulator rule keeps the record exactly when C is ⊥ or agrees with it: that is
-    # the lemma ``mma-accumulator`` of the site, stated once instead of in every reader's VC
-    return Resolution(product.tag, T.TRUE, product.lemmas | {("mma-acc", inst.site.index)}, product.approximations)
+    lemmas, approx = product.lemmas, product.approximations
+    if not analysis.__dict__.get("_mma_hypothesis", 0):
+        # the accumulator rule keeps the record exactly when C is ⊥ or agrees with it: that is
+        # the lemma ``mma-accumulator`` of the site, stated once instead of in every reader's VC
+        lemmas = lemmas | {("mma-acc", inst.site.index)}
+    quiet = silent(analysis, inst)
+    if quiet == T.FALSE:
+        return Resolution(product.tag, T.TRUE, lemmas, approx)
+    cache_ = analysis.__dict__.setdefault("_mma_records", {})
+    value = silent_value(analysis, inst)
+    if value is not None:
+        name = f"mma{inst.site.index}.w{len(cache_)}"
+        cache_[name] = None
+        return Resolution(named(analysis, name, TG.select(quiet, value, product.tag)), T.TRUE, lemmas, approx)
+    op: N.Mma = inst.site.op
+    c = read_accumulator(analysis, _moved(analysis, inst, op.d, op.c, None,
+                                          tuple(inst.values[s] for s in analysis._coord_symbols(op.d))), op.c)
+    more_lemmas, more_approx = _merge_deps([c])
+    tag = TG.select(quiet, c.tag, product.tag)
+    name = f"mma{inst.site.index}.w{len(cache_)}"
+    cache_[name] = None
+    return Resolution(named(analysis, name, tag), T.TRUE, lemmas | more_lemmas,
+                      tuple(dict.fromkeys(approx + more_approx)))
 
 
 def read_accumulator(analysis: Any, inst: Instance, view: N.View) -> Any:
@@ -336,13 +420,26 @@ def accumulator_lemma(b: Any, site: Any) -> None:
     product = product_tag(a, inst)
     c = read_accumulator(a, _moved(a, inst, op.d, op.c, None, tuple(inst.values[s] for s in a._coord_symbols(op.d))),
                          op.c)
-    differs = T.and_(c.tag.defined, T.not_(c.tag.same(product.tag)))
     roles = {"thread": inst.values[a.tid], "block": tuple(inst.values[s] for s in a.block_ids),
              "iteration": {lp.var.name: inst.values[lp.var] for lp in site.loops}}
-    vc = b.add("mma-operands", site, hyps, T.implies(a.path(inst), T.not_(differs)),
-               f"{mma_atom(op.atom).name}: the accumulator holds this MMA's record (or none) before it",
-               roles, _merge_deps([product, c]))
-    vc.roles["lemma_key"] = ("mma-acc", site.index)
+    # a silent instance (every product term has a known-zero factor) leaves D = C: C is what
+    # readers take it to be (:func:`silent_value`; nothing to show where they resolve C itself)
+    quiet = silent(a, inst)
+    value = silent_value(a, inst) if quiet != T.FALSE else None
+    # one VC per write that may have written C last, and per silent or not: together they are
+    # the lemma, each a far easier query than the whole
+    cases = c.branches if len(c.branches) > 1 else ((T.TRUE, c.tag, None),)
+    for is_silent in ((False, True) if value is not None else (False,)):
+        for condition, tag, _ in cases:
+            if is_silent:
+                goal = tag.same(value)
+            else:
+                goal = T.not_(T.and_(tag.tagged, T.not_(tag.same(product.tag))))
+            vc = b.add("mma-operands", site, [*hyps, condition, quiet if is_silent else T.not_(quiet)],
+                       T.implies(a.path(inst), goal),
+                       f"{mma_atom(op.atom).name}: the accumulator holds this MMA's record (or none) before it",
+                       roles, _merge_deps([product, c]))
+            vc.roles["lemma_key"] = ("mma-acc", site.index)
 
 
 def operands_lemma(b: Any, site: Any) -> None:
@@ -365,8 +462,11 @@ def operands_lemma(b: Any, site: Any) -> None:
         e0, ek = m.element(which, r, T.int_const(0)), m.element(which, r, k)
         parts += [e0, ek]
         field = m.k_field(which)
-        goals.append(T.and_(T.eq(has_k(ek.tag, field), has_k(e0.tag, field)),
-                            T.implies(has_k(e0.tag, field), same_rest(e0.tag, ek.tag, field))))
+        # known zeros contribute nothing: a row that starts with one is zero throughout (the
+        # instance is silent), any other row carries one record apart from k where it is not zero
+        agree = T.and_(T.eq(has_k(ek.tag, field), has_k(e0.tag, field)),
+                       T.implies(has_k(e0.tag, field), same_rest(e0.tag, ek.tag, field)))
+        goals.append(T.ite(e0.tag.zero, ek.tag.zero, T.or_(ek.tag.zero, agree)))
     goal = T.implies(a.path(inst), T.and_(*goals))
     roles = {"thread": inst.values[a.tid], "block": tuple(inst.values[s] for s in a.block_ids),
              "iteration": {lp.var.name: inst.values[lp.var] for lp in site.loops}}

@@ -178,13 +178,26 @@ def _tag(b: _Builder, site: Site) -> None:
     at = a.with_logical(inst, op.view)
     expected = {i: a.value(at, e) for i, e in _expected_fields(op).items()}
 
+    def no_zero(t: TG.TagValue) -> bool:
+        lo, _ = T.interval(a.simplify(t.length))
+        return lo is not None and lo >= TG.UNTAGGED
+
     def goal(tag: TG.TagValue) -> T.Term:
+        # a known zero is checked against the tag it stands for; one that stands for none
+        # (no tag function) satisfies the assertion, on either side (the interpreter's rule)
         if other is not None:
-            return T.and_(tag.defined, tag.same(other.tag))
+            theirs = other.tag
+            if no_zero(tag) and no_zero(theirs):
+                return T.and_(tag.defined, tag.same(theirs))
+            same = T.and_(T.eq(tag.stands_for, theirs.stands_for),
+                          *(T.eq(x, y) for x, y in zip(tag.fields, theirs.fields)))
+            return T.or_(T.eq(tag.length, TG.KNOWN_ZERO),
+                         T.and_(tag.defined, T.or_(T.eq(theirs.length, TG.KNOWN_ZERO), same)))
         binding = dict(at.values)
         for name, sym in op.tag_symbols:
             binding[sym] = tag.fields[int(name[1:])]
-        return T.and_(tag.defined, a.encoder.term(site.expr(op.predicate), binding))
+        holds = T.and_(tag.defined, a.encoder.term(site.expr(op.predicate), binding))
+        return holds if no_zero(tag) else T.or_(T.eq(tag.length, TG.KNOWN_ZERO), holds)
 
     message = op.message or ("assert_tag_eq" if other is not None else "assert_tag")
     # one VC per last writer of the element when there are several: each is a far easier

@@ -7,7 +7,13 @@ record's length are 0) with its length, and ⊥ is length ``-1``:
 * a copy, a conversion or a register move keeps the source's tag;
 * an elementwise op keeps the tag when every tagged operand carries the same record (equal
   length and fields), otherwise the result is ⊥; scalars carry no tag;
-* a fill writes ⊥; ``reset_tags`` makes ⊥; ``tag`` writes the record.
+* a fill writes ⊥; ``reset_tags`` makes ⊥; ``tag`` writes the record;
+* the zero fill of a copy (a TMA box's or a cp.async's elements outside the source tensor)
+  writes a *known zero*: length ``-2 - n`` with the ``n`` fields of the tag the source
+  coordinate would have had (the source tensor's tag function), ``-2`` where no tag function
+  applies.  A known zero has no ``k`` (an MMA product with one contributes nothing), a tag
+  assertion checks it against the tag it stands for, and the elementwise rule compares it
+  like any record (the interpreter's encoding of :data:`argus.ir.interpreter._KNOWN_ZERO`).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from argus.smt import terms as T
 
 FIELDS = 8
 UNTAGGED = -1
+KNOWN_ZERO = -2  # a known zero with no tag function; ``KNOWN_ZERO - n``: standing for an n-field tag
 
 
 @dataclass(frozen=True)
@@ -32,10 +39,36 @@ class TagValue:
         padded = list(values) + [T.int_const(0)] * (FIELDS - len(values))
         return TagValue(T.int_const(len(values)), tuple(padded[:FIELDS]))
 
+    @staticmethod
+    def known_zero(values: list[T.Term] | None) -> TagValue:
+        """A known zero standing for the record ``values`` (``None``: no tag function applies)."""
+        if values is None:
+            return TagValue(T.int_const(KNOWN_ZERO), tuple(T.int_const(0) for _ in range(FIELDS)))
+        padded = list(values) + [T.int_const(0)] * (FIELDS - len(values))
+        return TagValue(T.int_const(KNOWN_ZERO - len(values)), tuple(padded[:FIELDS]))
+
     @property
     def defined(self) -> T.Term:
-        """The data carries a tag (is not ⊥)."""
+        """The data carries a tag or is a known zero (is not ⊥)."""
         return T.ne(self.length, UNTAGGED)
+
+    @property
+    def tagged(self) -> T.Term:
+        """The data carries a record (neither ⊥ nor a known zero)."""
+        return T.ge(self.length, 0)
+
+    @property
+    def zero(self) -> T.Term:
+        """The data is a known zero."""
+        return T.le(self.length, KNOWN_ZERO)
+
+    @property
+    def stands_for(self) -> T.Term:
+        """The length of the record a tag assertion compares: a known zero's stood-for record
+        (⊥ where no tag function applied), any other tag's own."""
+        length = self.length
+        return T.ite(T.lt(length, KNOWN_ZERO), T.sub(KNOWN_ZERO, length),
+                     T.ite(T.eq(length, KNOWN_ZERO), UNTAGGED, length))
 
     def same(self, other: TagValue) -> T.Term:
         """Equal records (the interpreter's comparison: length and every field)."""

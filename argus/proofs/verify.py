@@ -156,7 +156,42 @@ def vc_hash(vc: VC, query: Any = None) -> str:
         return hashlib.sha256(text.encode()).hexdigest()
     if query is None:
         query, _ = vc_query(vc.hypotheses, vc.goal)
+    assertions = list(query.all_assertions())
+    if _tree_size([t for t, _ in assertions]) > TREE_HASH_LIMIT:
+        return _dag_hash(query.logic, assertions)
     return hashlib.sha256(query_to_smtlib(query).encode()).hexdigest()
+
+
+#: a query whose terms, written out as trees, exceed this many nodes is hashed over its term DAG
+#: (each distinct subterm once): its SMT-LIB text would take gigabytes where shared subterms
+#: (a resolution's write conditions, in every field of a tag) repeat at every use
+TREE_HASH_LIMIT = 2_000_000
+
+
+def _tree_size(roots: list[Any]) -> int:
+    """Nodes of the terms written out as trees (saturating just above the limit)."""
+    from argus.smt import terms as T
+
+    size: dict[int, int] = {}
+    for t in T.subterms(*roots):
+        size[id(t)] = min(TREE_HASH_LIMIT + 1, 1 + sum(size[id(a)] for a in t.args))
+    return min(TREE_HASH_LIMIT + 1, sum(size[id(r)] for r in roots))
+
+
+def _dag_hash(logic: str, assertions: list[tuple[Any, Any]]) -> str:
+    """sha256 of the query as a numbered list of its distinct subterms (children first) and its
+    named assertions: the same query gives the same hash, and it is as small as the DAG."""
+    from argus.smt import terms as T
+
+    digest = hashlib.sha256(f"dag|{logic}\n".encode())
+    number: dict[int, int] = {}
+    for t in T.subterms(*(a for a, _ in assertions)):
+        number[id(t)] = len(number)
+        children = " ".join(str(number[id(a)]) for a in t.args)
+        digest.update(f"{t.op}|{t.params!r}|{t.sort}|{children}\n".encode())
+    for t, name in assertions:
+        digest.update(f"assert {number[id(t)]} {name}\n".encode())
+    return digest.hexdigest()
 
 
 def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCache | None = None,

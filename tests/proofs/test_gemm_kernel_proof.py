@@ -6,8 +6,14 @@ over the ring that runs across tiles (nested loops, flattened counter), the pipe
 release of the previous k-block's stage after ``wgmma_wait(1)`` (by every consumer thread,
 or by one after the consumers' named barrier), the epilogue's role-scoped named barriers,
 proxy fences and the TMA stores' asynchronous source reads, races and the write conflicts of
-C across blocks (the grouped tile order is injective).  What is not proved yet is listed by
-:data:`REMAINING` (the full proof is ``xfail``).
+C across blocks (the grouped tile order is injective).  The data flow is modelled too: the
+zero-filled edges of a partial last k-block are known zeros (``tests/proofs/test_known_zeros.py``),
+an MMA all of whose products have a zero factor leaves its accumulator as it was, coverage is
+counted through the epilogue's conversion, and the staging box's tag assertion is one VC per MMA
+that may have written the accumulator last.  Of the whole verification of the default
+specialization, every VC but four cases of the ``mma-acc`` lemma is proved (the others that
+are ``unknown`` rely on that lemma); what is not proved yet is listed by :data:`REMAINING`
+(the full proof is ``xfail``).
 
 Planted bugs of the persistent kernel (IR mutations of a small specialization) are refuted
 and their counterexamples replayed on the interpreter."""
@@ -27,10 +33,9 @@ SYNC = {"async", "mbarrier", "expect-tx", "phase", "proxy", "descriptor", "role"
         "race", "write-conflict"}
 
 #: why the full proof is not there yet (the VCs that stay ``unknown``)
-REMAINING = ("zero-filled edges of partial k-slices carry no known-zero fact in the verifier (mma-operands lemma)",
-             "coverage of the accumulator through the epilogue's conversion (register moves) and over a partial "
-             "last k-block is not modelled",
-             "the staging box's tag VC exceeds the resource limit")
+REMAINING = ("four cases of the lemma mma-acc (the accumulator an MMA reads holds its record, or ⊥) exceed the "
+             "30 s wall-clock safety net (z3 proves one with 30 M resources in 168 s on a loaded 2-core host); "
+             "the accumulator's tag and coverage VCs and the staging boxes' tag VCs rely on it",)
 
 
 def _small(**consts):
@@ -246,6 +251,26 @@ def test_a_tile_order_that_is_not_injective_is_refuted(monkeypatch):
     monkeypatch.setattr(G, "tile_of", tile_of)
     cx = _refuted_and_replayed(_sync_results(_small(GROUP_M=4)), {"write-conflict"})
     assert cx.replay.violation["kind"] in ("write-conflict", "race")
+
+
+def _tag_results(kernel):
+    analysis, vcs = generate_vcs(kernel)
+    return discharge(kernel, analysis, [vc for vc in vcs if vc.property == "tag" and "stage" in vc.message])
+
+
+def test_b_loaded_from_the_next_k_block_is_refuted():
+    """The producer loads B's box of k-block ``kt + 1`` (zero-filled past K): the consumers'
+    stage assertion on B fails, and the counterexample replays."""
+    kernel = _small()
+    _, kt = _ring(kernel, "producer")
+
+    def shifted(op):
+        if isinstance(op, N.Copy) and op.atom == "tma.load" and op.src.buffer.name == "b":
+            return [dataclasses.replace(op, src=_subst(op.src, {kt: kt + 1}))]
+        return [op]
+
+    cx = _refuted_and_replayed(_tag_results(_in_role(kernel, "producer", shifted)), {"tag"})
+    assert cx.replay.violation["kind"] == "tag"
 
 
 @pytest.mark.slow
