@@ -1281,8 +1281,9 @@ def _done(a: Any, m: Model, copy: Instance, reader: Instance, own: bool, groups:
 
 
 def _accumulators(b: Any, site: Site) -> None:
-    """An ordinary access of a wgmma accumulator comes after the ``wgmma.wait_group`` that
-    retires every earlier wgmma of the thread on it (until then the wgmma owns the registers)."""
+    """An ordinary access of a wgmma accumulator, or a write of a register A operand (``.rs``),
+    comes after the ``wgmma.wait_group`` that retires every earlier wgmma of the thread on it
+    (until then the wgmma owns the accumulator and may still read A)."""
     a = b.analysis
     m = model(a)
     if isinstance(site.op, N.Mma) or not m.wgmmas:
@@ -1290,7 +1291,9 @@ def _accumulators(b: Any, site: Site) -> None:
     for acc in a.accesses.get(site.index, []):
         if acc.kind not in ("read", "write") or acc.buffer.space is not N.MemorySpace.REGISTER:
             continue
-        owners = [g for g in m.wgmmas if acc.buffer.name in (g.op.c.buffer.name, g.op.d.buffer.name)
+        owners = [g for g in m.wgmmas if (acc.buffer.name in (g.op.c.buffer.name, g.op.d.buffer.name)
+                                          or (acc.kind == "write" and g.op.a.space is N.MemorySpace.REGISTER
+                                              and acc.buffer.name == g.op.a.buffer.name))
                   and (g.index < site.index or common_loops(g, site))]
         if not owners:
             continue

@@ -173,3 +173,15 @@ def test_the_interpreters_asynchrony_kernels_are_proved(name):
     import async_kernels
 
     _proved(verify_properties(getattr(async_kernels, name).specialize(), ASYNC))
+
+
+def test_register_a_rewritten_before_its_wgmma_retires_is_refuted():
+    # a wgmma .rs may read its A registers until the wait that retires it: loading the next
+    # fragment into them earlier is refuted, and the interpreter reproduces it
+    import mma_kernels as K  # tests/ir, on the path (conftest)
+
+    results = verify_properties(K.one_tile("wgmma.m64n16k16.bf16.rs", REWRITE_A=True).specialize(), {"wgmma"})
+    cx = _refuted(results, "wgmma")
+    assert cx.replay.status == "reproduced", cx.human()
+    original = verify_properties(K.one_tile("wgmma.m64n16k16.bf16.rs").specialize(), {"wgmma"})
+    assert all(r.verdict == "proved" for r in original), [(r.vc.id, r.verdict) for r in original]
