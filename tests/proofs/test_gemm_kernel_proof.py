@@ -136,6 +136,7 @@ def _ring(kernel, role):
     return stage, inner.var
 
 
+@pytest.mark.slow  # the module's budget (60 s) in the default run
 def test_a_consumer_stage_taken_from_the_k_block_alone_is_refuted():
     """``sc = kc % STAGES`` instead of ``jt % STAGES``: past the first tile (when the k-blocks
     per tile are not a multiple of the stages) the consumer waits on and reads another stage
@@ -173,6 +174,7 @@ def test_a_stage_released_before_its_wgmmas_retire_is_refuted():
     assert cx.replay.violation["kind"] in ("async", "race")
 
 
+@pytest.mark.slow  # the module's budget (60 s) in the default run
 def test_the_synchronisation_of_the_one_thread_release_is_proved():
     """``RELEASE="warpgroups"``: the consumers meet at their role's named barrier (under
     ``if kc > 0`` in the k loop) and one thread arrives for all of them."""
@@ -258,6 +260,7 @@ def _tag_results(kernel):
     return discharge(kernel, analysis, [vc for vc in vcs if vc.property == "tag" and "stage" in vc.message])
 
 
+@pytest.mark.slow  # the module's budget (60 s) in the default run
 def test_b_loaded_from_the_next_k_block_is_refuted():
     """The producer loads B's box of k-block ``kt + 1`` (zero-filled past K): the consumers'
     stage assertion on B fails, and the counterexample replays."""
