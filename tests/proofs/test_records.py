@@ -54,7 +54,7 @@ RECORDS = sorted((ROOT / "proofs").glob("*.json"))
 def _recheck(path):
     """Records whose proofs took long (the GEMMs) are re-proved only in slow runs."""
     seconds = sum(e.seconds or 0 for e in ProofRecord.load(path).vcs)
-    return pytest.param(path, id=path.name, marks=[pytest.mark.slow] if seconds > 10 else [])
+    return pytest.param(path, id=path.name, marks=[pytest.mark.slow] if seconds > 5 else [])
 
 
 def _specialized(path):
