@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import pickle
+import re
 import sys
 import time
 from pathlib import Path
@@ -65,19 +66,26 @@ TOLERANCE = {"f32": 2e-5, "bf16": 8e-3, "f16": 2e-3}
 16k) and one final rounding to the output type."""
 
 
+def _default_key() -> str:
+    """The main variant's key of the autotuner's pick at 4096³ (checked at every benchmarked shape)."""
+    from argus.kernels.gemm import CANDIDATES, tuned_config
+
+    return f"main_c{CANDIDATES.index(tuned_config(4096, 4096, 4096))}"
+
+
 def _specializations() -> list[tuple[str, str, dict]]:
-    """(key, variant, consts) of everything ``prepare`` builds."""
-    from argus.kernels.gemm import CANDIDATES, GemmConfig
+    """(key, variant, consts) of everything ``prepare`` builds: every candidate of the main
+    variant, a few schedule variants, and the other variants with the autotuner's pick at 4096³."""
+    from argus.kernels.gemm import CANDIDATES, EARLIER, tuned_config
 
     out = []
     for i, cfg in enumerate(CANDIDATES):
         out.append((f"main_c{i}", "main", cfg.consts()))
-    out.append(("main_c0_threads", "main", {**CANDIDATES[0].consts(), "RELEASE": "threads"}))
-    out.append(("main_c0_direct", "main", {**CANDIDATES[0].consts(), "EPILOGUE": "direct"}))
-    out.append(("main_c2_cluster2", "main", {**CANDIDATES[2].consts(), "CLUSTER": 2}))  # B multicast to 2 blocks
+    out.append(("main_e0", "main", EARLIER[0].consts()))  # one wgmma group in flight (not autotuned)
+    out.append(("main_c1_cluster2", "main", {**CANDIDATES[1].consts(), "CLUSTER": 2}))  # B multicast to 2 blocks
     for variant in VARIANTS:
         if variant != "main":
-            out.append((f"{variant}_c0", variant, GemmConfig().consts()))
+            out.append((f"{variant}_tuned", variant, tuned_config(4096, 4096, 4096).consts()))
     return out
 
 
@@ -280,7 +288,7 @@ def run(directory: Path, out: Path, repeat: int, tune_repeat: int, skip_tune: bo
     # 1. correctness: every variant at the odd shapes, the default candidate at every benchmarked shape
     for key, entry in manifest.items():
         shapes = ODD_SHAPES
-        if key == "main_c0" or entry["consts"].get("CLUSTER", 1) > 1:  # the default and every cluster shape
+        if key == _default_key() or entry["consts"].get("CLUSTER", 1) > 1:  # the default and every cluster shape
             shapes = ODD_SHAPES + SHAPES
         elif entry["variant"] == "main":
             shapes = ODD_SHAPES[:2]
@@ -300,11 +308,12 @@ def run(directory: Path, out: Path, repeat: int, tune_repeat: int, skip_tune: bo
         return 2.0 * m * n * k
 
     # 2. the autotuner: every passing candidate of the main variant at every shape
-    candidates = [k for k, e in manifest.items() if e["variant"] == "main" and k in good]
+    candidates = [k for k in manifest if re.fullmatch(r"main_c\d+", k) and k in good]  # CANDIDATES only
     for shape in SHAPES:
         sets = [_inputs("main", shape, seed=7 + r) for r in range(2)]
         if skip_tune or len(candidates) == 1:
-            results["autotune"][str(shape)] = {"best": "main_c0" if "main_c0" in candidates else candidates[0]}
+            results["autotune"][str(shape)] = {"best": _default_key() if _default_key() in candidates
+                                               else candidates[0]}
             continue
         fns = {k: (lambda a, k=k: _launch(compiled[k], "main", a)) for k in candidates}
         timings = benchmark(fns, lambda r, sets=sets: (sets[r],), rotations=2, warmup=2, repeat=tune_repeat)
@@ -430,7 +439,7 @@ def layouts(compiled: dict, results: dict, repeat: int, shapes: tuple = ((4096, 
 
     rows = []
     for variant in ("main", *(v for v in VARIANTS if _majors(v) != ("k", "k"))):
-        key = f"{variant}_c0"
+        key = _default_key() if variant == "main" else f"{variant}_tuned"
         if key not in compiled:
             continue
         for shape in shapes:

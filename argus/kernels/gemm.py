@@ -75,7 +75,8 @@ from argus import symbolic
 from argus.errors import ArgusError
 from argus.layout_algebra.hopper import SwizzleMode
 
-__all__ = ["ACTIVATIONS", "CANDIDATES", "TUNED", "GemmConfig", "GemmError", "gemm_kernel", "tile_of", "tuned_config"]
+__all__ = ["ACTIVATIONS", "CANDIDATES", "EARLIER", "TUNED", "GemmConfig", "GemmError", "gemm_kernel", "kernel_named", "tile_of",
+           "tuned_config"]
 
 BM = 128  # two consumer warpgroups x 64 rows
 ACTIVATIONS = (None, "relu")
@@ -113,30 +114,37 @@ class GemmConfig:
 
 
 CANDIDATES = (
-    GemmConfig(BN=256, STAGES=4, GROUP_M=8),
-    GemmConfig(BN=256, STAGES=3, GROUP_M=8),
-    GemmConfig(BN=256, STAGES=4, GROUP_M=16),
-    GemmConfig(BN=192, STAGES=4, GROUP_M=8),
-    GemmConfig(BN=128, STAGES=6, GROUP_M=8),
     GemmConfig(BN=256, STAGES=4, GROUP_M=8, INFLIGHT=0, RELEASE="threads"),
     GemmConfig(BN=256, STAGES=4, GROUP_M=16, INFLIGHT=0, RELEASE="threads"),
     GemmConfig(BN=128, STAGES=6, GROUP_M=8, INFLIGHT=0, RELEASE="threads"),
 )
-"""The autotuner's search space: every entry fits 227 KB of shared memory and 232 registers.
-The last three retire each k-block's wgmmas before the next k-block (``INFLIGHT=0``, per-thread
-release): the two consumer warpgroups then alternate on the tensor cores.
+"""The autotuner's search space, each specialization (with ``SMS=132``) proved by ``argus verify``
+with its record in ``proofs/``: every entry fits 227 KB of shared memory and 232 registers, and
+retires each k-block's wgmmas before the next (``INFLIGHT=0``, per-thread release), so the two
+consumer warpgroups alternate on the tensor cores.
 
 ``CLUSTER=2`` (B's box multicast to a pair of blocks) builds, runs and matches the reference, but
 on an H200 it measured the same speed as the unclustered kernel at every benchmarked shape
 (benchmarks/RESULTS.md): it does not pay there, so the autotuner does not pick it."""
 
+EARLIER = (
+    GemmConfig(BN=256, STAGES=4, GROUP_M=8),
+    GemmConfig(BN=256, STAGES=3, GROUP_M=8),
+    GemmConfig(BN=256, STAGES=4, GROUP_M=16),
+    GemmConfig(BN=192, STAGES=4, GROUP_M=8),
+    GemmConfig(BN=128, STAGES=6, GROUP_M=8),
+)
+"""Specializations with one wgmma group in flight across k-blocks (``INFLIGHT=1``): supported,
+built and tested, and no faster on an H200 than the candidates at any benchmarked shape
+(benchmarks/RESULTS.md), so not in the autotuner's search space."""
+
 TUNED = {
-    (4096, 4096, 4096): CANDIDATES[6],
-    (8192, 8192, 8192): CANDIDATES[6],
-    (4096, 14336, 4096): CANDIDATES[6],
-    (16384, 4096, 4096): CANDIDATES[6],
-    (2048, 2048, 2048): CANDIDATES[6],
-    (128, 14336, 4096): CANDIDATES[7],
+    (4096, 4096, 4096): CANDIDATES[1],
+    (8192, 8192, 8192): CANDIDATES[1],
+    (4096, 14336, 4096): CANDIDATES[1],
+    (16384, 4096, 4096): CANDIDATES[1],
+    (2048, 2048, 2048): CANDIDATES[1],
+    (128, 14336, 4096): CANDIDATES[2],
 }
 """The candidate ``benchmarks/gemm.py`` timed fastest per shape on an H200 (2026-12-03,
 benchmarks/RESULTS.md); ``tuned_config`` generalizes it."""
@@ -147,7 +155,7 @@ def tuned_config(m: int, n: int, k: int) -> "GemmConfig":
     a skinny ``m`` (one 128-row tile) wants narrower tiles so that more blocks get work."""
     if (m, n, k) in TUNED:
         return TUNED[(m, n, k)]
-    return CANDIDATES[7] if m <= BM else CANDIDATES[6]
+    return CANDIDATES[2] if m <= BM else CANDIDATES[1]
 
 
 def tile_of(t: Any, tiles_m: Any, tiles_n: Any, group_m: int) -> tuple[Any, Any]:
@@ -230,6 +238,21 @@ def gemm_kernel(in_dtype: str = "bf16", out_dtype: str = "bf16", bias: bool = Fa
                            inflight=_inflight(INFLIGHT, RELEASE))
     gemm.__name__ = gemm.__qualname__ = name
     return A.kernel(threads=384, grid=grid, cluster=lambda CLUSTER: (CLUSTER, 1, 1), assume=assume)(gemm)
+
+
+def kernel_named(name: str) -> A.Kernel:
+    """The variant of :func:`gemm_kernel` whose kernel name is ``name`` (``gemm_bf16_bf16``,
+    ``gemm_f16_f16_bias_relu_kn``, ...): how a proof record finds its kernel again."""
+    for in_dtype in ("bf16", "f16"):
+        for out_dtype in _DTYPES:
+            for bias in (False, True):
+                for activation in ACTIVATIONS:
+                    for a_major in MAJORS["a"]:
+                        for b_major in MAJORS["b"]:
+                            kernel = gemm_kernel(in_dtype, out_dtype, bias, activation, a_major, b_major)
+                            if kernel.name == name:
+                                return kernel
+    raise GemmError(f"no GEMM variant is named {name!r}", hint="names are gemm_{in}_{out}[_bias][_relu][_kn|_mk|_mn]")
 
 
 def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE, in_dtype, tout, activation, CLUSTER,

@@ -21,7 +21,8 @@ FORMAT_VERSION = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="a Python file defining @argus.spec.kernel functions")
+    parser.add_argument("file", help="a Python file defining @argus.spec.kernel functions, or module:name of "
+                        "an importable kernel or kernel factory (e.g. argus.kernels.gemm:gemm_kernel)")
     parser.add_argument("--kernel", action="append", metavar="NAME",
                         help="verify only this kernel (repeatable)")
     parser.add_argument("--consts", nargs="+", default=[], metavar="K=V",
@@ -34,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=float, default=20.0, metavar="S",
                         help="wall-clock safety net per VC in seconds (the solvers' resource limits decide "
                         "verdicts reproducibly; a VC stopped by the clock is reported as a timeout)")
+    parser.add_argument("--rlimit", type=int, default=None, metavar="UNITS",
+                        help="resource limit per VC and solver (z3 rlimit, cvc5 rlimit-per; default: the "
+                        "portfolio's, 50 M for z3); recorded in the proof record")
     parser.add_argument("--records", metavar="DIR", help="write a proof record per kernel under DIR")
     parser.add_argument("--cache", metavar="DIR", help="reuse proofs of unchanged VCs from DIR")
     parser.add_argument("--no-replay", action="store_true",
@@ -55,12 +59,18 @@ def parse_consts(items: list[str]) -> dict[str, Any]:
 
 
 def load_kernels(path: str | Path) -> list[Any]:
-    """The ``@kernel`` definitions of a file, in definition order."""
+    """The ``@kernel`` definitions of a file, in definition order; or, for ``module:name`` (an
+    importable module and one of its attributes, e.g. ``argus.kernels.gemm:gemm_kernel``), that
+    kernel, or what a factory of that name returns when called without arguments, or with the
+    literal arguments given (``argus.kernels.gemm:gemm_kernel('f16', 'f16')``)."""
     from argus.spec.kernel import Kernel
 
+    text = str(path)
+    if not Path(text).exists() and ":" in text and not text.endswith(".py"):
+        return [_import_kernel(text)]
     path = Path(path).resolve()
     if not path.exists():
-        raise ArgusError(f"{path}: no such file")
+        raise ArgusError(f"{path}: no such file", hint="give a Python file, or module:name of an importable kernel")
     name = f"argus_verify_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -75,6 +85,45 @@ def load_kernels(path: str | Path) -> list[Any]:
     return [v for v in vars(module).values() if isinstance(v, Kernel)]
 
 
+def _import_kernel(spec: str) -> Any:
+    """The kernel ``module:name`` names (see :func:`load_kernels`)."""
+    import importlib
+
+    from argus.spec.kernel import Kernel
+
+    module_name, _, attr = spec.partition(":")
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    if "(" in attr:  # a factory called with literal arguments: name('f16', 'f16', bias=True)
+        try:
+            call = ast.parse(attr, mode="eval").body
+            if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+                raise ValueError
+            args = [ast.literal_eval(a) for a in call.args]
+            kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+        except (SyntaxError, ValueError):
+            raise ArgusError(f"{spec}: expected module:name or module:factory(literal arguments)") from None
+        attr = call.func.id
+    if not module_name or not attr.isidentifier():
+        raise ArgusError(f"{spec}: expected module:name (e.g. argus.kernels.gemm:gemm_kernel)")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ArgusError(f"{spec}: cannot import {module_name} ({e})") from None
+    value = getattr(module, attr, None)
+    if value is None:
+        raise ArgusError(f"{spec}: module {module_name} has no attribute {attr!r}")
+    if not isinstance(value, Kernel) and callable(value):
+        try:
+            value = value(*args, **kwargs)
+        except TypeError as e:
+            raise ArgusError(f"{spec}: {attr} is neither a kernel nor a factory callable without arguments ({e})") \
+                from None
+    if not isinstance(value, Kernel):
+        raise ArgusError(f"{spec}: {attr} is not an @argus.spec.kernel (got {type(value).__name__})")
+    return value
+
+
 def specialize_one(path: str | Path, kernel: str | None, consts: list[str]) -> Any:
     """The specialization ``--consts`` of the one kernel of a file (``kernel`` chooses among
     several), as the single-kernel commands (``compile``, ``run``) take it."""
@@ -87,6 +136,12 @@ def specialize_one(path: str | Path, kernel: str | None, consts: list[str]) -> A
         names = ", ".join(k.name for k in kernels) or "none"
         raise ArgusError(f"{path} defines {len(kernels)} kernels ({names})", hint="choose one with --kernel NAME")
     return kernels[0].specialize(**parse_consts(consts))
+
+
+def record_path(directory: str | Path, ir: Any) -> Path:
+    """Where ``--records DIR`` saves the record of a specialization: ``DIR/name[K=V-...].json``."""
+    consts_text = "-".join(f"{n}={v}" for n, v in ir.consts)
+    return Path(directory) / f"{ir.name}{'[' + consts_text + ']' if consts_text else ''}.json"
 
 
 def _progress(stream: Any):
@@ -123,7 +178,9 @@ def run(args: argparse.Namespace) -> int:
     cache = VCCache(args.cache) if args.cache else None
     if args.budget <= 0:
         raise ArgusError(f"--budget {args.budget}: must be positive")
-    prover = make_prover(args.solver, wall_clock_s=args.budget)
+    if args.rlimit is not None and args.rlimit <= 0:
+        raise ArgusError(f"--rlimit {args.rlimit}: must be positive")
+    prover = make_prover(args.solver, wall_clock_s=args.budget, rlimit=args.rlimit)
     reports = []
     try:
         for k in kernels:
@@ -133,8 +190,7 @@ def run(args: argparse.Namespace) -> int:
                                    replay=not args.no_replay, progress=None if args.json else _progress(sys.stderr))
             reports.append(report)
             if args.records:
-                consts_text = "-".join(f"{n}={v}" for n, v in ir.consts)
-                report.record.save(Path(args.records) / f"{ir.name}{'[' + consts_text + ']' if consts_text else ''}.json")
+                report.record.save(record_path(args.records, ir))
             if not args.json:
                 print(report.human(), flush=True)
     finally:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from argus.smt import terms as T
 from argus.smt.diff import check_assertions
@@ -221,17 +221,32 @@ def _violation(guards: tuple[T.Term, ...], model: dict) -> str:
     return "goal"
 
 
-def make_prover(choice: str = "portfolio", *, local: bool = False, wall_clock_s: float = 20.0) -> Prover:
+def make_prover(choice: str = "portfolio", *, local: bool = False, wall_clock_s: float = 20.0,
+                rlimit: int | dict | None = None) -> Prover:
     """The prover for a ``--solver`` choice; ``local`` runs a single solver in-process.
-    ``wall_clock_s`` is the per-VC safety net (the resource limit decides verdicts)."""
+    ``wall_clock_s`` is the per-VC safety net; ``rlimit`` the solvers' resource limit (one
+    number, or per solver; ``None``: the defaults), which decides verdicts reproducibly."""
     if choice not in SOLVER_CHOICES:
         from argus.errors import ArgusError
 
         raise ArgusError(f"unknown solver choice {choice!r}", hint=f"use one of {', '.join(SOLVER_CHOICES)}")
     if choice == "portfolio":
-        return SequentialProver(("z3", "cvc5"), wall_clock_s=wall_clock_s)
+        return SequentialProver(("z3", "cvc5"), wall_clock_s=wall_clock_s, rlimit=rlimit)
     if choice == "race":
-        return PortfolioProver(("z3", "cvc5"), wall_clock_s=wall_clock_s)
+        return PortfolioProver(("z3", "cvc5"), wall_clock_s=wall_clock_s, rlimit=rlimit)
     if local:
-        return LocalProver(choice, timeout_s=wall_clock_s)
-    return PortfolioProver((choice,), wall_clock_s=wall_clock_s)
+        if isinstance(rlimit, dict):
+            rlimit = rlimit.get(choice)
+        return LocalProver(choice, timeout_s=wall_clock_s, **({} if rlimit is None else {"rlimit": rlimit}))
+    return PortfolioProver((choice,), wall_clock_s=wall_clock_s, rlimit=rlimit)
+
+
+def resource_limits(prover: Any) -> dict[str, int]:
+    """The resource limit per solver that ``prover`` decides VCs under (recorded with proofs)."""
+    if isinstance(prover, PortfolioProver):
+        return dict(prover.portfolio.rlimits)
+    if isinstance(prover, SequentialProver):
+        return {k: v for stage in prover.stages for k, v in resource_limits(stage).items()}
+    if isinstance(prover, LocalProver):
+        return {prover.solver: prover.rlimit}
+    return {}

@@ -58,6 +58,7 @@ class ProofRecord:
     argus_version: str = argus.__version__
     seconds: float = 0.0
     source: str | None = None  # the file defining the kernel (base name)
+    rlimits: dict[str, int] | None = None  # the resource limit per solver the VCs were decided under
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +67,7 @@ class ProofRecord:
             "kernel_hash": self.kernel_hash, "assumptions": self.assumptions, "argus_version": self.argus_version,
             "solvers": self.solvers, "verdict": self.verdict, "seconds": round(self.seconds, 3),
             "source": self.source,
+            **({"rlimits": self.rlimits} if self.rlimits else {}),
             "vcs": [asdict(e) for e in self.vcs],
         }
 
@@ -78,7 +80,7 @@ class ProofRecord:
             assumptions=list(data["assumptions"]), verdict=data["verdict"],
             vcs=[VCEntry(**e) for e in data["vcs"]], solvers=dict(data["solvers"]),
             argus_version=data["argus_version"], seconds=float(data.get("seconds", 0.0)),
-            source=data.get("source"))
+            source=data.get("source"), rlimits=data.get("rlimits"))
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)

@@ -35,7 +35,7 @@ from argus.abstract_interp import Analysis, generate_vcs
 from argus.abstract_interp.vc import VC
 from argus.ir import nodes as N
 from argus.proofs import counterexample as CX
-from argus.proofs.provers import LocalProver, Prover, vc_query
+from argus.proofs.provers import LocalProver, Prover, resource_limits, vc_query
 from argus.proofs.record import ProofRecord, VCCache, VCEntry
 from argus.smt.evaluate import EvaluationError, evaluate
 from argus.smt.results import Proved, Refuted, Unknown
@@ -249,11 +249,23 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
         record = ProofRecord(kernel.name, dict(kernel.consts), kernel_hash(kernel),
                              [a.text for a in kernel.assumptions], verdict, [r.entry() for r in ordered],
                              versions, seconds=seconds,
-                             source=os.path.basename(kernel.loc.file) if kernel.loc else None)
+                             source=_source(kernel), rlimits=resource_limits(prover) or None)
         return KernelReport(kernel, analysis, ordered, record, seconds)
     finally:
         if own:
             prover.close()
+
+
+def _source(kernel: N.Kernel) -> str | None:
+    """Where a record's kernel is defined: a module path for a kernel of the argus package
+    (``argus/kernels/gemm.py``), else the file's base name (an example or a user's file)."""
+    if not kernel.loc:
+        return None
+    path = Path(kernel.loc.file).resolve()
+    package = Path(__file__).resolve().parents[1]
+    if path.is_relative_to(package):
+        return str(path.relative_to(package.parent))
+    return os.path.basename(kernel.loc.file)
 
 
 #: provers solving the VCs of one kernel at once (the prover's ``fork``; one per core, at most 2)

@@ -9,7 +9,7 @@ import pytest
 
 from argus.backend_ptx import emit_ptx
 from argus.backend_ptx.assemble import build_cubin, disassemble
-from argus.kernels.gemm import CANDIDATES, GemmConfig, gemm_kernel
+from argus.kernels.gemm import CANDIDATES, GemmConfig, gemm_kernel, tuned_config
 from argus.spec.kernel import kernel_hash
 from argus.toolchain import find_ptxas
 
@@ -96,9 +96,8 @@ def test_cluster_specialization_multicasts_b_and_releases_remotely_at_cta_scope(
 
 
 # what the benchmark builds: every candidate the autotuner may pick and the epilogue variants
-_BUILT = [((), c.consts()) for c in CANDIDATES] + [
-    (("bf16", "f32"), GemmConfig().consts()), (("f16", "f16"), GemmConfig().consts()),
-    (("bf16", "bf16", True, "relu"), GemmConfig().consts()), ((), {**GemmConfig().consts(), "RELEASE": "threads"})]
+_BUILT = [((), c.consts()) for c in CANDIDATES] + [((), GemmConfig().consts())] + [
+    (v, tuned_config(4096, 4096, 4096).consts()) for v in (("bf16", "f32"), ("f16", "f16"), ("bf16", "bf16", True, "relu"))]
 
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed (pip install 'argus-kernels[nvidia]')")

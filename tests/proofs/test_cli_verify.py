@@ -68,3 +68,39 @@ def test_user_errors_are_reported_with_a_hint(capsys):
     assert "tagged_copy" in err.value.hint
     assert main(["verify", KERNELS, "--consts", "NOPE=1", "--solver", "z3"]) == 2
     assert "no kernel has a const named NOPE" in capsys.readouterr().err
+
+
+def _module(tmp_path, monkeypatch, name="argus_test_kernels"):
+    """An importable module holding vector_add and a factory of it (as a library would)."""
+    source = (ROOT / "examples" / "vector_add.py").read_text()
+    (tmp_path / f"{name}.py").write_text(source + "\n\ndef make(block, *, tail=True):\n"
+                                         "    assert tail\n    return vector_add\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+def test_a_library_kernel_is_named_by_module_and_factory(tmp_path, monkeypatch, capsys):
+    name = _module(tmp_path, monkeypatch)
+    assert main(["verify", f"{name}:vector_add", "--solver", "z3"]) == 0
+    assert "vector_add [BLOCK=128]: proved" in capsys.readouterr().out
+    (kernel,) = cli_verify.load_kernels(f"{name}:make(128, tail=True)")
+    assert kernel.name == "vector_add"
+    for bad, message in ((f"{name}:nothing", "no attribute"), ("no_such_module_x:k", "cannot import"),
+                         (f"{name}:make(x)", "literal arguments"), (f"{name}:make()", "neither a kernel"),
+                         (f"{name}:A", "not an @argus.spec.kernel")):
+        with pytest.raises(ArgusError, match=message):
+            cli_verify.load_kernels(bad)
+
+
+def test_the_resource_limit_decides_and_is_recorded(tmp_path, capsys):
+    from argus.proofs import ProofRecord
+
+    records = tmp_path / "records"
+    vector_add = str(ROOT / "examples" / "vector_add.py")
+    assert main(["verify", vector_add, "--solver", "z3", "--rlimit", "20000000", "--records", str(records)]) == 0
+    (path,) = records.glob("*.json")
+    assert ProofRecord.load(path).rlimits == {"z3": 20_000_000}
+    assert main(["verify", vector_add, "--solver", "z3", "--rlimit", "1"]) == 2  # every VC gives up: unknown
+    assert "resource" in capsys.readouterr().out
+    assert main(["verify", vector_add, "--rlimit", "0"]) != 0
+    assert "--rlimit 0: must be positive" in capsys.readouterr().err
