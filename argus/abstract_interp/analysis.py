@@ -814,6 +814,27 @@ class Analysis:
             values.update(self.staged_iterations(writer, witness, reader, values))
         return Instance(writer.site, values)
 
+    def latest_guard_loop(self, writer: Writer) -> Any | None:
+        """The loop of a reused write (:meth:`_latest_loops`) whose counter its guard depends on,
+        when there is exactly one: a read resolved to the write's latest preceding iteration then
+        relies on the lemma ``latest`` stated for its reader (an older iteration that wrote the
+        element is followed by a write the resolution sees: that latest iteration itself, or
+        another candidate's), rather than on the write being monotone in the counter (a
+        prefetch under ``k + 1 < K`` stops writing in the last iteration).  Only where that loop
+        is the write's one reused loop and no loop selects a stage: then every instance that
+        writes a given element is that element's witness at some iteration of the loop, which
+        is what the lemma ranges over — and where the counter enters a branch condition around
+        the write (``if kt + 1 < KT``), not only the write's own guard (a partial tile's
+        validity, which is monotone where the loop covers whole tiles).  ``None`` otherwise:
+        then the witness lemma states monotonicity."""
+        witness = self.witness(writer)
+        if isinstance(witness, str) or len(witness.monotone) != 1 or len(witness.latest) != 1 or witness.periodic:
+            return None
+        lp = witness.monotone[0]
+        if not any(c.what in ("then", "else") and lp.var in c.expr.free_symbols for c in writer.site.conditions):
+            return None
+        return lp
+
     def staged_guard_loops(self, writer: Writer) -> tuple[Any, ...]:
         """The staged loops of ``writer`` whose counter its guard depends on: there the
         latest iteration of a stage might not write, and an older one might (lemma
@@ -1100,21 +1121,15 @@ class Analysis:
             return Resolution(self.havoc_tag(buffer.name), self.havoc_bool(f"{buffer.name}.written"),
                               approximations=(reason,))
         is_global = buffer.space is N.MemorySpace.GLOBAL
-        entries = []  # (writer, hit, instance or None, resolution of its tag)
-        wanted = _interval(address)
-        for writer in self.writers.get(buffer.name, []):
-            if not (writer.launch or may_precede(writer.site, reader.site)):
-                continue
-            if disjoint(wanted, self.address_range(writer)):
-                continue
-            if logical is None and apart(residue(address), self.address_residue(writer)):
-                continue
-            entries.append(self._candidate(writer, reader, address, logical))
+        entries = [self._candidate(writer, reader, address, logical)
+                   for writer in self.candidates(reader, buffer, address, logical)]
         parts = [e[3] for e in entries]
         lemmas, approximations = _merge_deps(parts)
         lemmas = lemmas | {e[0].site.index for e in entries if e[2] is not None}
         lemmas = lemmas | {("staged", e[0].site.index, reader.site.index) for e in entries
                            if e[2] is not None and self.staged_guard_loops(e[0])}
+        lemmas = lemmas | {("latest", e[0].site.index, reader.site.index) for e in entries
+                           if e[2] is not None and self.latest_guard_loop(e[0]) is not None}
         if logical is not None and entries:
             lemmas = lemmas | {("coordinates", buffer.name)}
         initial = TG.BOTTOM
@@ -1157,6 +1172,45 @@ class Analysis:
             initialized = T.or_(*(hit for writer, hit, _, _ in entries if writer.write.data))
         return Resolution(tag, initialized, lemmas, approximations, tuple(branches), not static_order)
 
+    def candidates(self, reader: Instance, buffer: N.Buffer, address: T.Term,
+                   logical: tuple[T.Term, ...] | None = None) -> list[Writer]:
+        """The write sites of ``buffer`` that may have written ``address`` before ``reader``."""
+        out = []
+        wanted = _interval(address)
+        for writer in self.writers.get(buffer.name, []):
+            if not (writer.launch or may_precede(writer.site, reader.site)):
+                continue
+            if disjoint(wanted, self.address_range(writer)):
+                continue
+            if logical is None and apart(residue(address), self.address_residue(writer)):
+                continue
+            out.append(writer)
+        return out
+
+    def hit(self, writer: Writer, reader: Instance, address: T.Term,
+            logical: tuple[T.Term, ...] | None = None) -> tuple[T.Term, Instance]:
+        """``(hit, witness instance)``: the instance of ``writer`` that the resolution of a read
+        of ``address`` by ``reader`` takes, and the condition that it wrote the element before
+        the read (raises :class:`EncodingError` where that cannot be encoded)."""
+        witness = self.witness(writer)
+        assert not isinstance(witness, str)
+        inst = self.witness_instance(writer, address, self.writer_params(writer, reader), reader, logical)
+        if witness.logical:
+            same = T.and_(*(T.eq(x, y) for x, y in zip(self.logical(inst, writer.view), logical)))
+        else:
+            same = T.eq(self.key(inst, writer.view), address)
+        hit = T.and_(self.ranges(writer, inst), same,
+                     self.guard(writer, inst),
+                     T.TRUE if writer.launch else self.precedes(inst, reader))
+        delivered = self.__dict__.get("_delivered", ())
+        if any(inst.values.get(lp.var) in delivered for lp in writer.site.loops):
+            from argus.abstract_interp import asynchrony
+
+            hit = T.and_(hit, asynchrony.delivered_to(self, inst, reader))
+        elif self.multicast_writer(writer.site):
+            raise EncodingError("a multicast box read where no mbarrier phase pins the issuing iteration")
+        return self.simplify(hit), inst
+
     def _candidate(self, writer: Writer, reader: Instance, address: T.Term,
                    logical: tuple[T.Term, ...] | None = None):
         """``(writer, hit, witness instance, resolution of the written tag)``; the instance is
@@ -1166,22 +1220,7 @@ class Analysis:
             return (writer, self.havoc_bool("hit"), None,
                     Resolution(self.havoc_tag("written"), T.TRUE, approximations=(witness,)))
         try:
-            inst = self.witness_instance(writer, address, self.writer_params(writer, reader), reader, logical)
-            if witness.logical:
-                same = T.and_(*(T.eq(x, y) for x, y in zip(self.logical(inst, writer.view), logical)))
-            else:
-                same = T.eq(self.key(inst, writer.view), address)
-            hit = T.and_(self.ranges(writer, inst), same,
-                         self.guard(writer, inst),
-                         T.TRUE if writer.launch else self.precedes(inst, reader))
-            delivered = self.__dict__.get("_delivered", ())
-            if any(inst.values.get(lp.var) in delivered for lp in writer.site.loops):
-                from argus.abstract_interp import asynchrony
-
-                hit = T.and_(hit, asynchrony.delivered_to(self, inst, reader))
-            elif self.multicast_writer(writer.site):
-                raise EncodingError("a multicast box read where no mbarrier phase pins the issuing iteration")
-            hit = self.simplify(hit)
+            hit, inst = self.hit(writer, reader, address, logical)
             written = self.written_tag(writer, inst)
             written = Resolution(self.simplify_tag(written.tag), written.initialized, written.lemmas,
                                  written.approximations, written.branches, written.dynamic)

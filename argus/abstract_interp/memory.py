@@ -33,8 +33,14 @@ from typing import Any
 
 from argus.ir import nodes as N
 
-#: copy atoms executed synchronously by one thread (program order, no handle)
-SYNC_COPY_ATOMS = frozenset({"sync", "reg"})
+#: copy atoms executed synchronously by one thread (program order, no handle).  The gfx942
+#: buffer loads are among them because the reference interpreter runs them as plain copies:
+#: ``buffer.load`` (into registers) and ``buffer.load.lds`` (direct-to-LDS, the instruction
+#: being asynchronous is the backend's business: its wait-count pass waits on ``vmcnt``
+#: before the wave reads the bytes and before every ``s_barrier``, and its hazard checker
+#: verifies that on the assembly).  Neither zero-fills in the IR (the atoms are not
+#: asynchronous, see :mod:`argus.ir.lowering`): a masked-off element is not written.
+SYNC_COPY_ATOMS = frozenset({"sync", "reg", "buffer.load", "buffer.load.lds"})
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,10 @@ comes first statically (:func:`precedes`).
 
 Supported loop shapes: any ``For`` with a constant trip count up to ``unroll_limit`` is
 unrolled; any other ``For`` is symbolic as long as the number of barriers one iteration
-passes does not depend on the iteration.  A ``WarpRole`` region is walked like a branch: its
+passes does not depend on the iteration, or depends on it only through barriers under
+linear inequalities of the counter (``if k > 0``, or ``if 2·k + 1 < KT`` in a loop unrolled
+twice by hand): then the barriers before an iteration are counted in closed form
+(:func:`barriers_before`).  A ``WarpRole`` region is walked like a branch: its
 sites carry the role's warp range as a condition (``what == "role"``).
 
 Role-scoped named barriers.  A warp role may pass named barriers whose participants are
@@ -330,23 +333,68 @@ def barrier_count(region: N.Region, env: dict) -> Any:
 
 def barriers_before(per_iteration: Any, var: sympy.Symbol, start: Any, step: int, upto: Any) -> Any:
     """Barriers passed by the iterations ``start <= var < upto`` of a loop whose iteration
-    passes ``per_iteration`` of them, when that is ``c`` from some iteration ``a`` on and none
-    before (``Piecewise((c, var >= a), (0, True))``: a barrier under ``if k > 0``):
-    ``c · max(0, upto − max(a, start))``; ``None`` for other shapes."""
+    passes ``per_iteration`` of them, when that is a sum of terms each of which is a constant
+    ``c`` or ``c`` on the iterations where a linear inequality in ``var`` holds and none
+    elsewhere (``Piecewise((c, cond), (0, True))``: a barrier under ``if k > 0`` or under
+    ``if 2·k + 1 < KT``, the second half of a loop unrolled twice); ``None`` for other shapes.
+
+    A term ``c`` on ``a·var + r >= 0`` (``a`` a nonzero integer, ``r`` integer-valued and free
+    of ``var``; strict and reversed relations are brought to that form) holds exactly on
+    ``var >= -floor(r / a)`` for ``a > 0`` and on ``var <= floor(r / -a)`` for ``a < 0``: an
+    interval, so the iterations it holds on are counted in closed form."""
     expr = sympy.sympify(per_iteration)
-    if step != 1 or not isinstance(expr, sympy.Piecewise) or len(expr.args) != 2:
+    if step != 1:
         return None
-    (count, cond), (other, default) = expr.args
-    if other != 0 or default is not sympy.true or var in sympy.sympify(count).free_symbols:
+    total: Any = sympy.Integer(0)
+    for term in sympy.Add.make_args(expr):
+        if var not in term.free_symbols:
+            total += term * sympy.Max(0, upto - start)
+            continue
+        factor, piecewise = sympy.Integer(1), term
+        if isinstance(term, sympy.Mul):
+            rest = [f for f in term.args if var in f.free_symbols]
+            if len(rest) != 1:
+                return None
+            piecewise = rest[0]
+            factor = sympy.Mul(*(f for f in term.args if f is not piecewise))
+        if not isinstance(piecewise, sympy.Piecewise) or len(piecewise.args) != 2:
+            return None
+        (count, cond), (other, default) = piecewise.args
+        if other != 0 or default is not sympy.true or var in sympy.sympify(count).free_symbols:
+            return None
+        interval = _iterations_where(cond, var, start, upto)
+        if interval is None:
+            return None
+        total += factor * count * interval
+    return total
+
+
+def _iterations_where(cond: Any, var: sympy.Symbol, start: Any, upto: Any) -> Any:
+    """How many of ``start <= var < upto`` satisfy ``cond``, a linear inequality in ``var``
+    with an integer coefficient (``None`` for any other condition)."""
+    if not isinstance(cond, (sympy.GreaterThan, sympy.StrictGreaterThan, sympy.LessThan, sympy.StrictLessThan)):
         return None
-    first = None
-    if isinstance(cond, (sympy.GreaterThan, sympy.StrictGreaterThan)) and cond.lhs == var:
-        first = cond.rhs + (1 if isinstance(cond, sympy.StrictGreaterThan) else 0)
-    elif isinstance(cond, (sympy.LessThan, sympy.StrictLessThan)) and cond.rhs == var:
-        first = cond.lhs + (1 if isinstance(cond, sympy.StrictLessThan) else 0)
-    if first is None or var in sympy.sympify(first).free_symbols:
+    # as ``e >= 0`` with an integer-valued ``e``: ``x > y`` is ``x - y - 1 >= 0``
+    if isinstance(cond, sympy.GreaterThan):
+        e = cond.lhs - cond.rhs
+    elif isinstance(cond, sympy.StrictGreaterThan):
+        e = cond.lhs - cond.rhs - 1
+    elif isinstance(cond, sympy.LessThan):
+        e = cond.rhs - cond.lhs
+    else:
+        e = cond.rhs - cond.lhs - 1
+    e = sympy.expand(e)
+    if e.is_integer is not True:
         return None
-    return count * sympy.Max(0, upto - sympy.Max(first, start))
+    a = e.coeff(var, 1)
+    r = sympy.expand(e - a * var)
+    if not (a.is_Integer and a != 0) or var in r.free_symbols or r.is_integer is not True:
+        return None
+    if a > 0:  # var >= -floor(r / a)
+        first = -symbolic.floordiv(r, int(a))
+        return sympy.Max(0, upto - sympy.Max(first, start))
+    last = symbolic.floordiv(r, int(-a))  # var <= floor(r / -a)
+    return sympy.Max(0, sympy.Min(upto, last + 1) - start)
 
 
 def sites_of(program: Program, kinds: Iterable[type]) -> list[Site]:

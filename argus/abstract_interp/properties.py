@@ -418,6 +418,15 @@ def _state_lemmas(b: _Builder, needed: list[Any], by_site: dict[int, Writer]) ->
                 vc = b.unknown("witness", writer.site, f"cannot encode the stages of {writer.describe()}: {err.message}")
                 vc.roles["lemma_key"] = key
             continue
+        if isinstance(key, tuple) and key[0] == "latest":
+            writer, reader = by_site[key[1]], a.program.sites[key[2]]
+            try:
+                _latest_lemma(b, writer, reader)
+            except (EncodingError, T.TermError) as err:
+                vc = b.unknown("witness", writer.site, f"cannot encode the latest write of {writer.describe()}: "
+                               f"{err.message}")
+                vc.roles["lemma_key"] = key
+            continue
         if isinstance(key, tuple) and key[0] == "flat":
             site = a.program.sites[key[1]]
             try:
@@ -511,6 +520,64 @@ def _staged_lemma(b: _Builder, writer: Writer, reader_site: Site) -> None:
         vc.roles["lemma_key"] = ("staged", writer.site.index, reader_site.index)
 
 
+def _latest_lemma(b: _Builder, writer: Writer, reader_site: Site) -> None:
+    """Lemma ``witness`` of a reused write whose guard depends on the counter of the loop it
+    reuses its addresses in (:meth:`~argus.abstract_interp.analysis.Analysis.latest_guard_loop`):
+    for each read of the buffer at ``reader_site`` (a fresh reader and element), every older
+    iteration of the write that wrote the element before the read is followed by a write the
+    resolution sees — some candidate's instance that hits (the latest iteration itself when it
+    writes, or another site's write).  The resolution takes the last hit, every hit is a write,
+    and every write is followed by a hit: so the last hit is the last write."""
+    a = b.analysis
+    key = ("latest", writer.site.index, reader_site.index)
+    buffer = writer.view.buffer
+    lp = a.latest_guard_loop(writer)
+    reads = [acc for acc in a.accesses.get(reader_site.index, [])
+             if acc.buffer.name == buffer.name and acc.kind in ("read", "tag")]
+    if lp is None or not reads:  # a resolution this lemma cannot restate: it stays unproved
+        vc = b.unknown("witness", writer.site, f"{reader_site.describe()} reads %{buffer.name} other than through "
+                       f"its own accesses: the latest write of {writer.describe()} is not checked for it")
+        vc.roles["lemma_key"] = key
+        return
+    for acc in reads:
+        reader, hyps = a.fresh(reader_site, "#r", view=acc.view)
+        hyps = [*hyps, a.active(reader, acc)]
+        address = a.key(reader, acc.view)
+        logical = a.logical(reader, acc.view) if a.is_logical(buffer) else None
+        seen = []  # (hit, instance) of every candidate the resolution weighs
+        at_j = None
+        for other in a.candidates(reader, buffer, address, logical):
+            if isinstance(a.witness(other), str) and other is not writer:
+                continue  # a havocked candidate: no hit to count on
+            try:
+                hit, inst = a.hit(other, reader, address, logical)
+            except (EncodingError, T.TermError):
+                if other is writer:
+                    raise
+                continue  # likewise (a goal with fewer alternatives is only stronger)
+            seen.append((hit, inst))
+            if other is writer:
+                at_j = inst
+        if at_j is None:
+            raise EncodingError(f"{reader_site.describe()} does not weigh {writer.describe()}")
+        older = T.int_var(f"{lp.var.name}.older#{writer.site.index}")
+        at_older = Instance(writer.site, {**at_j.values, lp.var: older})
+        if a.witness(writer).logical:
+            same = T.and_(*(T.eq(x, y) for x, y in zip(a.logical(at_older, writer.view), logical)))
+        else:
+            same = T.eq(a.key(at_older, writer.view), address)
+        wrote = [a.encoder.term(lp.condition(), at_older.values), T.lt(older, at_j.values[lp.var]),
+                 a.ranges(writer, at_older), same, a.guard(writer, at_older), a.precedes(at_older, reader)]
+        goal = T.or_(*(T.and_(hit, a.precedes(at_older, inst)) for hit, inst in seen))
+        roles = {**_roles(a, reader, acc.view), "writer": writer,
+                 "witness": {lp.var.name: at_j.values[lp.var]}, "variables": {lp.var.name: older}}
+        vc = b.add("witness", writer.site, [*hyps, *wrote], goal,
+                   f"an older iteration of {writer.describe()} that wrote an element of %{buffer.name} is followed "
+                   f"by a write the read at {reader_site.describe()} sees (its latest iteration or another write)",
+                   roles)
+        vc.roles["lemma_key"] = key
+
+
 def _composed_witness(a: Analysis, writer: Writer, recipe: Any) -> dict[sympy.Symbol, Any] | None:
     """``w⁻¹(write(d))`` as sympy expressions of the instance ``d``, folded with the instance
     variables' ranges (:func:`~argus.abstract_interp.witness.simplify_in_range`): a block
@@ -559,7 +626,7 @@ def _lemma(b: _Builder, writer: Writer) -> None:
     if composed is not None:  # w⁻¹(write(d)) simplified in sympy first: most of it is d again
         witness = Instance(site, {**witness.values, **{s: a.value(inst, e) for s, e in composed.items()}})
     goal = T.and_(*(T.eq(witness.values[s], inst.values[s]) for s in variables))
-    for lp in recipe.monotone:
+    for lp in recipe.monotone if a.latest_guard_loop(writer) is None else ():  # else: lemma ``latest``
         later = T.int_var(f"{lp.var.name}.later")
         moved = inst.bind({lp.var: later})
         in_range = a.encoder.term(lp.condition(), {**inst.values, lp.var: later})
