@@ -1,8 +1,7 @@
 """The persistent Hopper GEMM (``argus.kernels.gemm``) under the verifier.
 
 Every specialization the autotuner may pick (``CANDIDATES`` at the H200's 132 persistent blocks)
-and the benchmark's other variants (fp16, bias + ReLU, fp32 output, the operand layouts, with
-the tuned consts) are proved by ``benchmarks/prove_gemm.py`` (z3 at 10^9 resource units per VC:
+and the bias + ReLU variant with the tuned consts are proved by ``benchmarks/prove_gemm.py`` (z3 at 10^9 resource units per VC:
 the lemma ``mma-acc`` — the accumulator an MMA reads holds its record, or ⊥ — needs up to ~10^8),
 and their proof records are checked in under ``proofs/``; the tests here check that each of them
 has a record bound to the kernel as it is now (the full proofs take ~6 minutes each).
@@ -276,10 +275,9 @@ def test_b_loaded_from_the_next_k_block_is_refuted():
 
 
 #: what benchmarks/gemm.py runs through the gate: (kernel factory arguments, consts)
-PROVED = [((), c) for c in G.CANDIDATES] + [
-    (args, G.TUNED[(4096, 4096, 4096)]) for args in
-    (("f16", "f16"), ("bf16", "bf16", True, "relu"), ("bf16", "f32"), ("bf16", "bf16", False, None, "k", "n"),
-     ("bf16", "bf16", False, None, "m", "k"), ("bf16", "bf16", False, None, "m", "n"))]
+#: (the fp16 and fp32-output variants and the operand layouts have no record yet: one mma-acc case
+#: of the fp16 kernel ran past the 900 s safety net, see benchmarks/RESULTS.md)
+PROVED = [((), c) for c in G.CANDIDATES] + [(("bf16", "bf16", True, "relu"), G.TUNED[(4096, 4096, 4096)])]
 
 
 @pytest.mark.parametrize("args, config", PROVED, ids=[f"{G.gemm_kernel(*a).name}-BN{c.BN}-G{c.GROUP_M}" for a, c in PROVED])
