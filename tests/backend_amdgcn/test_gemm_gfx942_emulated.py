@@ -3,8 +3,8 @@ emulator (the linked code object, instruction by instruction) against the refere
 interpreter, on fresh random inputs (never zero): MFMA results within the MMA tolerance,
 everything else bit for bit, and no hazard finding.
 
-The verifier does not prove MFMA GEMMs yet: the kernels are emitted through the ungated
-``emit`` path (as the other backend tests do).
+Only ``CONFIGS[0]`` of the twin is proved so far (tests/proofs/test_gemm_gfx942_proof.py): the
+kernels are emitted through the ungated ``emit`` path (as the other backend tests do).
 """
 
 from __future__ import annotations

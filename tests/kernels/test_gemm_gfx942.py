@@ -3,8 +3,8 @@
 * Reference interpreter at small shapes against numpy (float64 product of the bf16-rounded
   inputs, within the MMA tolerance); the kernel's tag assertions (stage contents, accumulator
   -> C mapping) and the MMA's k-pairing check run on every call.
-* Backend: emits, assembles and links for gfx942 through the ungated ``emit`` path (the
-  verifier does not prove MFMA GEMMs yet); ``llvm-readobj --notes`` metadata and the kernel
+* Backend: emits, assembles and links for gfx942 through the ungated ``emit`` path (only
+  ``CONFIGS[0]`` is proved so far, tests/proofs/test_gemm_gfx942_proof.py); ``llvm-readobj --notes`` metadata and the kernel
   descriptor state the arguments, register counts and LDS; ``llvm-objdump`` gives back the
   emitted instructions; the hazard checker finds nothing.
 * Structure of the emitted loop: direct-to-LDS loads (or buffer loads + ``ds_write_b128``),
