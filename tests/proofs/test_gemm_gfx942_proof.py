@@ -15,8 +15,8 @@ import pytest
 import sympy
 
 import argus.kernels.gemm_gfx942 as G
-from argus.abstract_interp.analysis import Analysis
 from argus.abstract_interp import program as P
+from argus.abstract_interp.analysis import Analysis
 from argus.ir import nodes as N
 
 #: the solvers of ``argus verify`` (z3, then cvc5 where z3 gives up): z3 alone gives up on a few
