@@ -27,7 +27,14 @@ def loops_and_barriers(x: A.Global(A.f32, "n"), n: A.Index):
 @A.kernel(threads=32)
 def barrier_count_varies(x: A.Global(A.f32, "n"), n: A.Index):
     for k in A.range(n):
-        if k < 3:
+        if k % 2 == 0:  # not a linear inequality of k: no closed form for the count
+            A.barrier()
+
+
+@A.kernel(threads=32)
+def barrier_count_linear(x: A.Global(A.f32, "n"), n: A.Index):
+    for k in A.range(n):
+        if k < 3:  # a linear inequality: the barriers before an iteration counted in closed form
             A.barrier()
 
 
@@ -86,3 +93,5 @@ def test_loop_whose_barrier_count_changes_is_unsupported():
     program = build_program(barrier_count_varies.specialize())
     assert program.unsupported and "barriers" in program.unsupported[0][1]
     assert not program.sites
+    linear = build_program(barrier_count_linear.specialize())
+    assert not linear.unsupported and linear.sites
