@@ -92,13 +92,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if os.environ.get("ARGUS_TEST_BUDGET") == "off" or _slow_enabled(session.config):
         return
     budgets = _budgets()
-    over = []
+    over, near = [], []
     for module, seconds in session.config._argus_module_time.items():  # type: ignore[attr-defined]
         limit = float(budgets.get(module, budgets.get("default", 60)))
         if seconds > limit:
             over.append(f"{module}: {seconds:.1f}s > budget {limit:.0f}s")
+        elif seconds > 0.75 * limit:
+            near.append(f"{module}: {seconds:.1f}s of {limit:.0f}s")
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if near and reporter is not None:
+        reporter.write_line("argus test budget: modules above 75% of their budget:", yellow=True)
+        for line in near:
+            reporter.write_line("  " + line, yellow=True)
     if over:
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line("argus test budget exceeded:", red=True)
             for line in over:
