@@ -159,7 +159,7 @@ def vc_hash(vc: VC, query: Any = None) -> str:
     assertions = list(query.all_assertions())
     if _tree_size([t for t, _ in assertions]) > TREE_HASH_LIMIT:
         return _dag_hash(query.logic, assertions)
-    return hashlib.sha256(query_to_smtlib(query).encode()).hexdigest()
+    return hashlib.sha256(query_to_smtlib(query, share=False).encode()).hexdigest()  # the tree text: stable
 
 
 #: a query whose terms, written out as trees, exceed this many nodes is hashed over its term DAG

@@ -6,7 +6,9 @@ Printer
 (options, ``set-logic``, declarations, domain constraints, named assertions
 ``(! φ :named n)``, ``check-sat`` and optionally ``get-model`` / ``get-unsat-core``);
 :func:`script_to_smtlib` a list of :class:`Command` (``push`` / ``pop``,
-``check-sat-assuming``, ``get-value``, ...).  Integer-level bitwise nodes are written out in
+``check-sat-assuming``, ``get-value``, ...).  Scripts and queries write a subterm used more
+than once as one ``define-fun`` (text linear in the term DAG, not in its unfolded tree;
+``share=False`` writes every use).  Integer-level bitwise nodes are written out in
 standard SMT-LIB through :func:`argus.smt.terms.bitwise_encoding`.  Negative integer literals
 print as ``(- n)``.
 
@@ -19,7 +21,7 @@ Reader
 ------
 :func:`parse_script` reads the fragment argus prints plus common benchmark syntax: ``let``,
 ``declare-const``, ``declare-fun`` (with arguments: uninterpreted functions),
-``define-fun`` (inlined, with or without arguments), Int / Bool / BitVec sorts, numerals,
+``define-fun`` (inlined, with or without arguments; one without is read once), Int / Bool / BitVec sorts, numerals,
 ``#b`` / ``#x`` / ``(_ bvN w)`` literals, Int arithmetic (``div mod abs``), every bit-vector
 op :mod:`argus.smt.terms` has, ``int2bv`` / ``bv2nat`` (also ``int_to_bv`` / ``ubv_to_int``),
 ``ite = distinct => and or not xor``, chained comparisons, named terms ``(! t :named n)``,
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import ChainMap
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -184,10 +187,51 @@ def _bound_text(bounds: tuple[int | None, int | None]) -> str:
     return " ".join("-" if b is None else str(b) for b in bounds)
 
 
-def script_to_smtlib(commands: Iterable[Command]) -> str:
-    """The text of a command list (one command per line)."""
+SHARE_MIN_CHARS = 24
+"""A subterm used more than once whose text is longer than this is written once, as a
+``define-fun`` (:func:`script_to_smtlib`)."""
+
+
+def script_to_smtlib(commands: Iterable[Command], *, share: bool = True) -> str:
+    """The text of a command list (one command per line).
+
+    With ``share`` (the default), a non-atomic subterm that occurs more than once in the
+    script's terms (under two parents, or as two commands' terms) and prints longer than
+    :data:`SHARE_MIN_CHARS` is written once, as ``(define-fun |argus:sN| () Sort body)`` just
+    before the first command that needs it, and by name at every use: a term DAG of ``n``
+    nodes gives text linear in ``n`` instead of the size of its unfolded tree (exponential for
+    a chain of shared sums).  Definitions are scoped like declarations: one made inside a
+    ``push`` is written again after the ``pop``.  The reader expands them back into the same
+    terms.  ``share=False`` writes every use out (the text is then a function of the terms
+    alone, whatever else the script holds).
+    """
+    commands = list(commands)
+    shared = _shared_subterms(commands) if share else frozenset()
     memo: dict[Term, str] = {}
+    scopes: list[list[Term]] = [[]]  # memo entries made at each push depth
+    counter = itertools.count()
     out: list[str] = []
+
+    def text(term: Term) -> str:
+        for t in subterms(term):
+            if t in memo:
+                continue
+            if t.op in _BITWISE:
+                # a let with a reserved binder marks the expansion, so the reader restores the node
+                marker = quote_symbol(f"argus:{t.op}")
+                # (the encoding's own nodes go to a scratch memo: only ``t`` is scoped)
+                encoding = term_to_smtlib(bitwise_encoding(t), ChainMap({}, memo))  # type: ignore[arg-type]
+                body = f"(let (({marker} {encoding})) {marker})"
+            else:
+                body = _node(t, [memo[a] for a in t.args])
+            if t in shared and len(body) > SHARE_MIN_CHARS:
+                name = quote_symbol(f"argus:s{next(counter)}")
+                out.append(f"(define-fun {name} () {sort_to_smtlib(t.sort)} {body})")
+                body = name
+            memo[t] = body
+            scopes[-1].append(t)
+        return memo[term]
+
     for c in commands:
         match c.name:
             case "set-logic":
@@ -198,25 +242,49 @@ def script_to_smtlib(commands: Iterable[Command]) -> str:
                 out.extend(_declaration(c.args[0]))
             case "assert":
                 term, name = c.args
-                text = term_to_smtlib(term, memo)
+                body = text(term)
                 out.append(
-                    f"(assert {text})"
+                    f"(assert {body})"
                     if name is None
-                    else f"(assert (! {text} :named {quote_symbol(name)}))"
+                    else f"(assert (! {body} :named {quote_symbol(name)}))"
                 )
-            case "push" | "pop":
-                out.append(f"({c.name} {c.args[0] if c.args else 1})")
+            case "push":
+                levels = c.args[0] if c.args else 1
+                scopes.extend([] for _ in range(levels))
+                out.append(f"(push {levels})")
+            case "pop":
+                levels = c.args[0] if c.args else 1
+                for _ in range(min(levels, len(scopes) - 1)):
+                    for t in scopes.pop():  # their texts may name definitions the pop removes
+                        memo.pop(t, None)
+                out.append(f"(pop {levels})")
             case "check-sat-assuming":
-                out.append(
-                    f"(check-sat-assuming ({' '.join(term_to_smtlib(t, memo) for t in c.args)}))"
-                )
+                out.append(f"(check-sat-assuming ({' '.join(text(t) for t in c.args)}))")
             case "get-value":
-                out.append(f"(get-value ({' '.join(term_to_smtlib(t, memo) for t in c.args)}))")
+                out.append(f"(get-value ({' '.join(text(t) for t in c.args)}))")
             case "check-sat" | "get-model" | "get-unsat-core" | "exit":
                 out.append(f"({c.name})")
             case _:
                 raise SmtlibError(f"cannot print command {c.name!r}")
     return "\n".join(out) + "\n"
+
+
+def _shared_subterms(commands: Sequence[Command]) -> frozenset[Term]:
+    """The non-atomic subterms of the commands' terms with more than one use: two distinct
+    parents, or a parent and a command (or two commands)."""
+    roots = [
+        t
+        for c in commands
+        if c.name in ("assert", "check-sat-assuming", "get-value")
+        for t in (c.args[:1] if c.name == "assert" else c.args)
+    ]
+    uses: dict[Term, int] = {}
+    for r in roots:
+        uses[r] = uses.get(r, 0) + 1
+    for t in subterms(*roots):
+        for a in set(t.args):
+            uses[a] = uses.get(a, 0) + 1
+    return frozenset(t for t, n in uses.items() if n > 1 and t.op not in ("var", "const"))
 
 
 def declarations(terms: Sequence[Term]) -> list[Command]:
@@ -233,9 +301,11 @@ def query_to_smtlib(
     core: bool = False,
     options: Mapping[str, str] | None = None,
     comment: str | None = None,
+    share: bool = True,
 ) -> str:
     """A self-contained script for a :class:`~argus.smt.query.Query`: ``check-sat`` plus
-    ``get-model`` (``model=True``) or ``get-unsat-core`` (``core=True``)."""
+    ``get-model`` (``model=True``) or ``get-unsat-core`` (``core=True``).  Shared subterms
+    are written once (``share``, see :func:`script_to_smtlib`)."""
     commands: list[Command] = []
     opts = dict(options or {})
     if model:
@@ -254,7 +324,7 @@ def query_to_smtlib(
         commands.append(Command("get-unsat-core"))
     header = comment if comment is not None else query.label
     prefix = "".join(f"; {line}\n" for line in header.splitlines()) if header else ""
-    return prefix + script_to_smtlib(commands)
+    return prefix + script_to_smtlib(commands, share=share)
 
 
 # =========================================================================== reader
@@ -633,8 +703,11 @@ class _Macro:
     params: list[tuple[str, Sort]]
     result: Sort
     body: Any
+    value: Term | None = None  # a definition without parameters, read once
 
     def expand(self, reader: _Reader, args: list[Term]) -> Term:
+        if not self.params and not args and self.value is not None:
+            return self.value
         if len(args) != len(self.params):
             raise reader.error(f"{self.name} takes {len(self.params)} arguments, got {len(args)}")
         env = {}
@@ -645,6 +718,8 @@ class _Macro:
         out = reader.term(self.body, env)
         if out.sort != self.result:
             raise reader.error(f"{self.name} is declared {self.result} but its body is {out.sort}")
+        if not self.params:
+            self.value = out
         return out
 
 

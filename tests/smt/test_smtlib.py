@@ -177,3 +177,63 @@ def test_stock_solvers_read_printed_queries_and_agree(query):
     expected = solve(query, "z3").status
     assert _stock_z3(text) == expected
     assert _stock_cvc5(text) == expected
+
+
+def _chain(levels: int, a: T.Term = x, b: T.Term = y) -> T.Term:
+    """A term whose DAG has ~3 nodes per level and whose tree has ~3**levels."""
+    t = a
+    for i in range(levels):
+        t = T.ite(t > b + i, t - 1, t + 2)
+    return t
+
+
+def test_shared_subterms_are_written_once():
+    deep = _chain(40)
+    query = Query.of(T.eq(deep, 5), named={"goal": deep > x})
+    text = query_to_smtlib(query, model=True)
+    assert len(text) < 20_000, len(text)  # the unfolded tree would be ~3**40 nodes
+    assert text.count("(define-fun |argus:s") >= 40
+    assert read_query(text) == query
+    assert _stock_z3(text) == _stock_cvc5(text) == solve(query, "z3").status
+    # without sharing a term is a function of itself alone: a small query prints as its tree
+    small = Query.of(T.eq(x + y, (x + y) * 2))
+    plain = query_to_smtlib(small, share=False)
+    assert "define-fun" not in plain and plain.count("(+ x y)") == 2
+    assert read_query(plain) == small
+
+
+def test_definitions_inside_a_push_are_written_again_after_the_pop():
+    u, v = T.int_var("u"), T.int_var("v")  # unbounded: the script asserts no domain
+    deep = _chain(6, u, v * 7)
+    commands = [
+        Command("set-logic", ("QF_LIA",)),
+        Command("declare", (u,)),
+        Command("declare", (v,)),
+        Command("push", (1,)),
+        Command("assert", (T.eq(deep, 3), None)),
+        Command("assert", (T.eq(u, 0), None)),
+        Command("check-sat"),
+        Command("pop", (1,)),
+        Command("assert", (T.eq(deep, 4), None)),
+        Command("check-sat"),
+    ]
+    text = script_to_smtlib(commands)
+    before, after = text.split("(pop 1)")
+    assert "define-fun" in before and "define-fun" in after  # the pop removed the first ones
+    assert parse_script(text) == commands
+    tm = cvc5.TermManager()
+    solver = cvc5.Solver(tm)
+    solver.setOption("incremental", "true")
+    symbols = cvc5.SymbolManager(tm)
+    parser = cvc5.InputParser(solver, symbols)
+    parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "argus")
+    answers = []
+    while not (command := parser.nextCommand()).isNull():
+        out = command.invoke(solver, symbols).strip()
+        assert "error" not in out, out
+        answers += [out] if out in ("sat", "unsat", "unknown") else []
+    assert answers == [
+        solve(Query.of(T.eq(deep, 3), T.eq(u, 0)), "z3").status,
+        solve(Query.of(T.eq(deep, 4)), "z3").status,
+    ]
+    assert answers[0] != answers[1]  # the scopes differ in what they decide
