@@ -309,8 +309,11 @@ def solve(
         return s.check(model=model, core=core)
 
 
-#: the part of the resource limit z3 first spends with plain assertions (:func:`solve`)
-PLAIN_SHARE = 25
+#: z3 first spends 1 / PLAIN_SHARE of the resource limit with plain assertions (:func:`solve`).
+#: A quarter: the hardest accumulator lemmas of the Hopper GEMMs take 1.3-1.7·10^8 units and
+#: 10-35 s there, but over 300 s (bf16) or past 900 s (fp16) in the incremental check that
+#: follows when the plain one runs out
+PLAIN_SHARE = 4
 
 
 # --------------------------------------------------------------------------- drivers
