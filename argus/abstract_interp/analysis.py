@@ -1243,6 +1243,9 @@ class Analysis:
             at = self.with_logical(inst, writer.view)
             return Resolution(TG.TagValue.record([self.value(at, e) for _, e in write.record]), T.TRUE)
         if not write.sources:
+            if write.zero_fill is not None:  # a load's zero fill: a known zero on every element
+                zero, why = self.known_zero_tag(inst, write.zero_fill[0])
+                return Resolution(zero, T.TRUE, approximations=why)
             return Resolution(TG.BOTTOM, T.TRUE)
         reads = [self.read(inst, src) for src in write.sources]
         lemmas, approx = _merge_deps(reads)

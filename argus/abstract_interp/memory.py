@@ -150,6 +150,11 @@ def writes(op: N.Op) -> list[Write]:
         case N.Copy(src=src, dst=dst, pred=pred):
             guard = (*_valid(src), *_valid(dst), *((pred,) if pred is not None else ()))
             return [Write(dst, True, guard, (src,))]
+        case N.Fill(dst=dst, value=value, tail=tail) if tail is not None and value == 0:
+            # the zero fill of a load's elements outside its tensor (``load(..., other=0)``):
+            # known zeros standing for the tags of the source's elements, as the interpreter
+            # writes them; the copy that follows overwrites the valid ones
+            return [Write(dst, True, _valid(dst), zero_fill=(tail, None))]
         case N.Fill(dst=dst):
             return [Write(dst, True, _valid(dst))]
         case N.Elementwise(dst=dst, srcs=srcs):

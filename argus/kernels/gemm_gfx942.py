@@ -55,7 +55,7 @@ import numpy as np
 import argus.spec as A
 from argus.errors import ArgusError
 
-__all__ = ["ATOM", "CONFIGS", "THREADS", "GemmError", "gemm_gfx942", "run_reference"]
+__all__ = ["ATOM", "CONFIGS", "THREADS", "GemmError", "gemm_gfx942", "kernel_name", "kernel_named", "run_reference"]
 
 ATOM = "v_mfma_f32_32x32x8_bf16"
 THREADS = 256  # four wavefronts of 64 lanes
@@ -129,7 +129,6 @@ def gemm_gfx942(BM: int = 64, BN: int = 64, BK: int = 32, DIRECT: bool = True) -
                         hint=f"BK must be a multiple of 8 and BM·BK, BN·BK multiples of {chunk}")
     TM, TN = BM // 64, BN // 64
 
-    @A.kernel(threads=THREADS, grid=lambda MT, NT: (NT, MT), assume=lambda KT: [KT >= 1, KT <= MAX_K // BK])
     def gemm_gfx942(a: A.Global(A.bf16, f"MT {BM} KT {BK}"), b: A.Global(A.bf16, f"NT {BN} KT {BK}"),
                     c: A.Global(A.f32, f"MT {BM} NT {BN}")):
         A.tag(a, lambda mt, r, kt, k: (mt * BM + r, kt * BK + k), "A")
@@ -179,7 +178,26 @@ def gemm_gfx942(BM: int = 64, BN: int = 64, BK: int = 32, DIRECT: bool = True) -
         A.assert_tag(tile, lambda mt, i, nt, j, tg: tg == (mt * BM + i, nt * BN + j),
                      "c[i, j] = row i of A · row j of B")
 
-    return gemm_gfx942
+    gemm_gfx942.__name__ = gemm_gfx942.__qualname__ = kernel_name(BM, BN, BK, DIRECT)
+    return A.kernel(threads=THREADS, grid=lambda MT, NT: (NT, MT),
+                    assume=lambda KT: [KT >= 1, KT <= MAX_K // BK])(gemm_gfx942)
+
+
+def kernel_name(BM: int, BN: int, BK: int, DIRECT: bool) -> str:
+    """The kernel's name for one configuration (``gemm_gfx942_64x64x32_lds``; ``_vgpr`` for the
+    staging through registers): proof records and code objects are told apart by it."""
+    return f"gemm_gfx942_{BM}x{BN}x{BK}_{'lds' if DIRECT else 'vgpr'}"
+
+
+def kernel_named(name: str) -> Any:
+    """The kernel of the configuration that :func:`kernel_name` calls ``name``."""
+    import re
+
+    found = re.fullmatch(r"gemm_gfx942_(\d+)x(\d+)x(\d+)_(lds|vgpr)", name)
+    if found is None:
+        raise GemmError(f"no gfx942 GEMM kernel is called {name!r}", hint="names are gemm_gfx942_<BM>x<BN>x<BK>_lds|vgpr")
+    bm, bn, bk, staging = found.groups()
+    return gemm_gfx942(BM=int(bm), BN=int(bn), BK=int(bk), DIRECT=staging == "lds")
 
 
 def run_reference(a: np.ndarray, b: np.ndarray, config: dict[str, Any] | None = None) -> np.ndarray:

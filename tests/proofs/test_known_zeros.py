@@ -138,3 +138,42 @@ def test_the_known_zero_encoding_is_the_interpreters():
     assert evaluate(zero.zero, {}) and not evaluate(zero.tagged, {})
     assert evaluate(TG.TagValue.known_zero(None).stands_for, {}) == TG.UNTAGGED
     assert not evaluate(T.ge(zero.length, 1), {})  # no k: it pairs with nothing
+
+
+# --------------------------------------------------------------------------- a load's zero fill
+
+
+@A.kernel(threads=128, grid=lambda n, BLOCK: (A.cdiv(n, BLOCK),), assume=lambda n: [n >= 1])
+def narrow_add(a: A.Global(A.f32, "n"), c: A.Global(A.f32, "n"), n: A.Index, BLOCK: A.const = 64,
+               SHIFT: A.const = 0):
+    """128 threads over ``BLOCK``-element tiles: with BLOCK = 64, threads 64.. address past their
+    tile, so their loads read zeros (the zero fill of ``load``) and their stores are skipped."""
+    A.tag(a, lambda i: (i,), "a")
+    i = A.block_id(0) * BLOCK + A.thread_id()
+    x = A.load(a.tile((BLOCK,), (A.block_id(0),)).tile((1,), (A.thread_id(),)))
+    if i < n:  # a zero past the tile stands for the tag of the element it replaced
+        A.assert_tag(x, lambda j, t: t == (i + SHIFT,), "x stands for a[i]")
+    out = c.tile((BLOCK,), (A.block_id(0),)).tile((1,), (A.thread_id(),))
+    A.store(x + x, out)
+    A.assert_tag(out, lambda j, t: t == (j,), "c[j] comes from a[j]")
+
+
+def test_a_loads_zero_fill_stands_for_the_source_tags_as_in_the_interpreter():
+    """The verifier once took the zero fill for untagged data and refuted this kernel with a
+    counterexample (thread 64, n = 65) that the interpreter, which writes known zeros, could
+    not reproduce."""
+    from argus.ir.interpreter import Interpreter
+
+    report = verify_kernel(narrow_add.specialize())
+    assert report.verdict == "proved", report.human()
+    a = np.arange(1, 66, dtype=np.float32)
+    out = Interpreter(narrow_add.specialize()).run({"a": a, "c": np.full(65, np.nan, np.float32)}, {"n": 65})
+    np.testing.assert_array_equal(out["c"], 2 * a)
+
+
+def test_a_zero_fill_asserted_to_stand_for_another_element_is_refuted():
+    report = verify_kernel(narrow_add.specialize(SHIFT=1))
+    assert report.verdict == "refuted", report.human()
+    line = source_line(narrow_add, "A.assert_tag(x,")
+    found = [c for c in report.counterexamples if c.property == "tag" and c.position.line == line]
+    assert found and found[0].replay.status == "reproduced", report.human()

@@ -61,7 +61,7 @@ def _recheck(path):
     record = ProofRecord.load(path)
     seconds = sum(e.seconds or 0 for e in record.vcs)
     marks = [pytest.mark.slow] if seconds > 5 else []
-    if record.source and record.source.startswith("argus/") and path.name != REPROVED_LIBRARY:
+    if record.source == "argus/kernels/gemm.py" and path.name != REPROVED_LIBRARY:
         marks.append(pytest.mark.skip(reason="a library GEMM record: benchmarks/prove_gemm.py re-proves it "
                                       f"({seconds:.0f} s of solver time); its binding is checked above"))
     return pytest.param(path, id=path.name, marks=marks)
@@ -73,6 +73,10 @@ def _specialized(path):
         from argus.kernels.gemm import kernel_named
 
         return record, kernel_named(record.kernel).specialize(**record.consts)
+    if record.source == "argus/kernels/gemm_gfx942.py":  # the gfx942 twin: one kernel per configuration
+        from argus.kernels.gemm_gfx942 import kernel_named as gfx942_named
+
+        return record, gfx942_named(record.kernel).specialize(**record.consts)
     kernels = {k.name: k for k in load_kernels(ROOT / "examples" / record.source)}
     return record, kernels[record.kernel].specialize(**record.consts)
 
