@@ -102,3 +102,23 @@ def test_twin_with_swapped_ksteps_is_refuted_at_the_mfma(monkeypatch):
     assert cx.position.line == mma_line, cx.human()
     assert cx.replay.status == "reproduced", cx.human()
     assert cx.replay.violation["kind"] == "tag"
+
+
+#: the configurations with a checked-in proof record (``proofs/``); the gate builds them offline
+RECORDED = ["gemm_gfx942_64x64x32_lds", "gemm_gfx942_64x64x32_vgpr", "gemm_gfx942_128x128x32_lds",
+            "gemm_gfx942_128x64x64_lds"]
+
+
+@pytest.mark.parametrize("config", G.CONFIGS, ids=lambda c: f"{c['BM']}x{c['BN']}x{c['BK']}")
+@pytest.mark.parametrize("direct", [True, False], ids=["lds", "vgpr"])
+def test_the_gate_builds_the_recorded_configurations_without_solvers(config, direct):
+    from argus.runtime.gate import VerificationRequired, require_proof
+
+    kernel = G.gemm_gfx942(**config, DIRECT=direct).specialize()
+    assert G.kernel_named(kernel.name).specialize().name == kernel.name
+    if kernel.name in RECORDED:
+        record = require_proof(kernel, verify=False)
+        assert record.proved and record.matches(kernel)
+    else:  # not proved yet: refused (the gate would run the verifier where it can)
+        with pytest.raises(VerificationRequired):
+            require_proof(kernel, verify=False)
