@@ -42,9 +42,9 @@ One assumption: ``K = KT·BK <= 2^20`` (buffer instructions address a block's op
 with 32-bit lane offsets from a per-block resource base).  :func:`run_reference` runs the
 kernel in the reference interpreter on ``M x K`` / ``N x K`` arrays.
 
-The verifier proves ``CONFIGS[0]`` with both stagings (``tests/proofs/test_gemm_gfx942_proof.py``,
-slow); the larger configurations are not proved yet, so compiling them for a device goes
-through the gate and is refused; the backend tests emit every configuration without the gate.
+Proved: every configuration with ``DIRECT=True``, the first also with ``DIRECT=False`` (records
+in ``proofs/``, named by :func:`kernel_name`); the gate verifies the others where solvers exist
+and refuses them elsewhere.  The backend tests emit every configuration without the gate.
 """
 
 import functools
