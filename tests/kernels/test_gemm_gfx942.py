@@ -141,7 +141,8 @@ def test_larger_tiles_emit_assemble_and_round_trip(config, direct):
 
 
 def loop_body(source: str) -> list[str]:
-    body = source.split(".Lgemm_gfx942_loop1:")[1].split(".Lgemm_gfx942_loop_end")[0]
+    body = re.split(r"\.Lgemm_gfx942_\w+_loop1:", source)[1]
+    body = re.split(r"\.Lgemm_gfx942_\w+_loop_end", body)[0]
     return [line.split(";")[0].strip() for line in body.splitlines() if line.startswith("  ")]
 
 
@@ -196,6 +197,6 @@ def _without(text: str, pattern: str, nth: int = 0) -> str:
 def test_planted_pipeline_bugs_are_caught(direct, plant, kind):
     _, emitted, _ = built(CONFIGS[0], direct)
     assert emitted.hazards() == []
-    head = emitted.source.split(".Lgemm_gfx942_loop1:")[0]  # plant inside the main loop
+    head = re.split(r"\.Lgemm_gfx942_\w+_loop1:", emitted.source)[0]  # plant inside the main loop
     mutated = head + _without(emitted.source[len(head):], plant)
     assert kind in {h.kind for h in check(mutated)}
