@@ -112,13 +112,19 @@ def term_to_smtlib(term: Term, memo: dict[Term, str] | None = None) -> str:
     for t in subterms(term):
         if t in text:
             continue
-        if t.op in _BITWISE:
-            # a let with a reserved binder marks the expansion, so the reader restores the node
-            marker = quote_symbol(f"argus:{t.op}")
-            text[t] = f"(let (({marker} {term_to_smtlib(bitwise_encoding(t), text)})) {marker})"
-        else:
-            text[t] = _node(t, [text[a] for a in t.args])
+        text[t] = _text(t, text)
     return text[term]
+
+
+def _text(t: Term, memo: Mapping[Term, str]) -> str:
+    """The text of ``t`` given its arguments' texts in ``memo``."""
+    if t.op in _BITWISE:
+        # a let with a reserved binder marks the expansion, so the reader restores the node;
+        # the encoding's own nodes go to a scratch memo
+        marker = quote_symbol(f"argus:{t.op}")
+        encoding = term_to_smtlib(bitwise_encoding(t), ChainMap({}, memo))  # type: ignore[arg-type]
+        return f"(let (({marker} {encoding})) {marker})"
+    return _node(t, [memo[a] for a in t.args])
 
 
 def _node(t: Term, args: list[str]) -> str:
@@ -216,14 +222,7 @@ def script_to_smtlib(commands: Iterable[Command], *, share: bool = True) -> str:
         for t in subterms(term):
             if t in memo:
                 continue
-            if t.op in _BITWISE:
-                # a let with a reserved binder marks the expansion, so the reader restores the node
-                marker = quote_symbol(f"argus:{t.op}")
-                # (the encoding's own nodes go to a scratch memo: only ``t`` is scoped)
-                encoding = term_to_smtlib(bitwise_encoding(t), ChainMap({}, memo))  # type: ignore[arg-type]
-                body = f"(let (({marker} {encoding})) {marker})"
-            else:
-                body = _node(t, [memo[a] for a in t.args])
+            body = _text(t, memo)
             if t in shared and len(body) > SHARE_MIN_CHARS:
                 name = quote_symbol(f"argus:s{next(counter)}")
                 out.append(f"(define-fun {name} () {sort_to_smtlib(t.sort)} {body})")
