@@ -39,6 +39,7 @@ def main() -> int:
     from argus.proofs import verify_kernel
     from argus.proofs.cli_verify import record_path
     from argus.proofs.provers import PortfolioProver
+    from argus.proofs.record import VCCache
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", nargs="*", default=[], help="keys to prove (default: every autotuned key and variant)")
@@ -46,6 +47,9 @@ def main() -> int:
     p.add_argument("--sms", type=int, default=H200_SMS, help="the persistent grid (the target's SM count)")
     p.add_argument("--rlimit", type=int, default=RLIMIT)
     p.add_argument("--budget", type=float, default=900.0, help="wall-clock safety net per VC in seconds")
+    p.add_argument("--cache", type=Path, default=None, help="a VC cache directory (a rerun solves only what is new)")
+    p.add_argument("--retries", type=int, default=2,
+                   help="attempts more for a VC z3 gave up on, each alone in a fresh z3 process")
     args = p.parse_args()
     keys = {key: (variant, consts) for key, variant, consts in _specializations()}
     chosen = args.only or [k for k in keys if k not in NOT_AUTOTUNED]
@@ -61,7 +65,8 @@ def main() -> int:
             variant, consts = keys[key]
             kernel = _kernel(variant).specialize(**consts, SMS=args.sms)
             start = time.perf_counter()
-            report = verify_kernel(kernel, prover=prover, replay=False)
+            report = verify_kernel(kernel, prover=prover, replay=False, retries=args.retries,
+                                   cache=VCCache(args.cache) if args.cache else None)
             seconds = time.perf_counter() - start
             proved = sum(r.verdict == "proved" for r in report.results)
             most = max((r.resources or 0 for r in report.results), default=0)

@@ -38,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rlimit", type=int, default=None, metavar="UNITS",
                         help="resource limit per VC and solver (z3 rlimit, cvc5 rlimit-per; default: the "
                         "portfolio's, 50 M for z3); recorded in the proof record")
+    parser.add_argument("--retries", type=int, default=1, metavar="N",
+                        help="check a query the solvers gave up on again, up to N times, each time alone in "
+                        "freshly started solver processes under the same limits (default 1; 0: never)")
     parser.add_argument("--records", metavar="DIR", help="write a proof record per kernel under DIR")
     parser.add_argument("--cache", metavar="DIR", help="reuse proofs of unchanged VCs from DIR")
     parser.add_argument("--no-replay", action="store_true",
@@ -178,6 +181,8 @@ def run(args: argparse.Namespace) -> int:
     cache = VCCache(args.cache) if args.cache else None
     if args.budget <= 0:
         raise ArgusError(f"--budget {args.budget}: must be positive")
+    if args.retries < 0:
+        raise ArgusError(f"--retries {args.retries}: must be 0 or more")
     if args.rlimit is not None and args.rlimit <= 0:
         raise ArgusError(f"--rlimit {args.rlimit}: must be positive")
     prover = make_prover(args.solver, wall_clock_s=args.budget, rlimit=args.rlimit)
@@ -187,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
             mine = {n: v for n, v in consts.items() if n in k.const_names()}
             ir = k.specialize(**mine)
             report = verify_kernel(ir, prover=prover, cache=cache, smtlib_dir=args.smtlib,
-                                   replay=not args.no_replay, progress=None if args.json else _progress(sys.stderr))
+                                   replay=not args.no_replay, retries=args.retries, progress=None if args.json else _progress(sys.stderr))
             reports.append(report)
             if args.records:
                 report.record.save(record_path(args.records, ir))

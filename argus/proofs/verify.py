@@ -10,13 +10,22 @@ witness lemmas first and then every property VC, and turns each answer into a ve
   reference interpreter reproduces; a model of an exact encoding (no approximation, lemmas
   proved) that the interpreter cannot check, or that it reaches only after an earlier
   violation, is still a refutation (the replay status says so);
-* ``unknown`` — with its reason: an unsupported op or loop, a solver that gave up, a lemma
+* ``unknown`` — with its reason: an unsupported op or loop, a solver that gave up (after
+  ``retries`` further attempts, each in freshly started solver processes), a lemma
   that failed (``loop at L needs an invariant`` when iterations of a loop write one address),
   a model of an over-approximated encoding that does not replay;
 * ``error`` — an exact model that does not replay: an internal error, reported loudly.
 
 The kernel's verdict is ``refuted`` if any VC is, else ``unknown``/``error`` if any VC is,
 else ``proved``.
+
+Retries.  A solver's answer to one query is reproducible under its resource limit only for one
+history of its process: z3 keeps process-wide state across contexts, and the same query has
+taken it 2.5 s after 43 others, 33 s alone and over 900 s after some 200 others in one worker.
+With ``retries=n`` a query that every solver gave up on (resource limit, timeout, crash) is
+checked again, up to ``n`` times, alone in a prover of freshly started workers (the prover's
+``fork``) under the same limits; the last attempt's answer counts. Alone in a fresh process is
+the one history that any machine can reproduce.
 """
 
 from __future__ import annotations
@@ -196,7 +205,7 @@ def _dag_hash(logic: str, assertions: list[tuple[Any, Any]]) -> str:
 
 def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCache | None = None,
                   smtlib_dir: str | Path | None = None, replay: bool = True, minimize: bool = True,
-                  unroll_limit: int | None = None,
+                  unroll_limit: int | None = None, retries: int = 0,
                   progress: Callable[[int, int, VC], None] | None = None) -> KernelReport:
     """Verify one specialization (see the module docstring)."""
     from argus.spec.kernel import kernel_hash
@@ -223,8 +232,16 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
             if item is not None and item[2] not in todo and (cache is None or cache.get(item[2]) is None):
                 todo[item[2]] = item[:2]
         answers = _solve(todo, prover)
+        attempts = dict.fromkeys(answers, 1)
+        for _ in range(retries):
+            again = {d: todo[d] for d, (a, _) in answers.items() if _retryable(a)}
+            if not again:
+                break
+            for digest, (answer, seconds) in _solve_fresh(again, prover).items():
+                answers[digest] = (answer, answers[digest][1] + seconds)
+                attempts[digest] += 1
         for vc in lemmas + others:
-            result = _verdict(vc, prepared[vc.id], answers, cache)
+            result = _verdict(vc, prepared[vc.id], answers, cache, attempts)
             if vc.property in LEMMAS:
                 _judge_lemma(result, analysis)
                 lemma_results.setdefault(vc.roles.get("lemma_key"), []).append(result)
@@ -333,6 +350,55 @@ def _solve(todo: dict[str, tuple], prover: Prover) -> dict[str, tuple]:
     return out
 
 
+#: solver failures that another attempt in a fresh process may turn into an answer
+RETRYABLE = frozenset({"resource_limit", "timeout", "unknown", "crash", "cancelled"})
+
+
+def _retryable(answer: Any) -> bool:
+    return isinstance(answer, Unknown) and any((r.reason or r.status) in RETRYABLE for r in answer.runs)
+
+
+def _solve_fresh(todo: dict[str, tuple], prover: Prover) -> dict[str, tuple]:
+    """``{hash: (answer, seconds)}``: each query checked alone in a fork of ``prover`` (workers
+    started for it and closed after it), :data:`PARALLEL` at a time.  A prover that cannot
+    fork (in-process) checks them itself."""
+    import queue
+    import threading
+
+    fork = getattr(prover, "fork", None)
+    if fork is None:
+        return _solve(todo, prover)
+    out: dict[str, tuple] = {}
+    work: queue.SimpleQueue = queue.SimpleQueue()
+    for item in todo.items():
+        work.put(item)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        while not errors:
+            try:
+                digest, (query, guards) = work.get_nowait()
+            except queue.Empty:
+                return
+            fresh = fork()
+            try:
+                t0 = time.perf_counter()
+                out[digest] = (fresh.check(query, guards), time.perf_counter() - t0)
+            except BaseException as err:  # re-raised in the calling thread
+                errors.append(err)
+            finally:
+                fresh.close()
+
+    threads = [threading.Thread(target=run, daemon=True) for _ in range(min(PARALLEL, len(todo)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return out
+
+
 def _discharge(vc: VC, prover: Prover, cache: VCCache | None, smtlib_dir: str | Path | None,
                kernel: N.Kernel) -> VCResult:
     """One VC solved on its own (or taken from the cache)."""
@@ -343,9 +409,10 @@ def _discharge(vc: VC, prover: Prover, cache: VCCache | None, smtlib_dir: str | 
     return _verdict(vc, prepared, answers, cache)
 
 
-def _verdict(vc: VC, prepared: tuple | None, answers: dict[str, tuple], cache: VCCache | None) -> VCResult:
+def _verdict(vc: VC, prepared: tuple | None, answers: dict[str, tuple], cache: VCCache | None,
+             attempts: dict[str, int] | None = None) -> VCResult:
     """The verdict of one VC from its answer (or the cache's; the solver time is counted at
-    the first VC of a repeated query only)."""
+    the first VC of a repeated query only, and sums every attempt)."""
     if vc.unknown is not None:
         return VCResult(vc, "unknown", vc_hash(vc), reason=vc.unknown)
     if vc.structural is not None:
@@ -363,13 +430,17 @@ def _verdict(vc: VC, prepared: tuple | None, answers: dict[str, tuple], cache: V
     answers[digest] = (answer, 0.0)
     match answer:
         case Proved():
-            return VCResult(vc, "proved", digest, answer.solver, answer.resources, seconds)
+            tries = (attempts or {}).get(digest, 1)
+            note = f"proved at attempt {tries}, alone in fresh solver processes" if tries > 1 else None
+            return VCResult(vc, "proved", digest, answer.solver, answer.resources, seconds, note)
         case Refuted():
             reason = "division by zero reachable" if answer.violation == "definedness" else None
             return VCResult(vc, "refuted", digest, answer.solver, answer.resources, seconds, reason,
                             model=dict(answer.model))
         case Unknown():
-            return VCResult(vc, "unknown", digest, None, None, seconds, f"solvers gave up: {answer.reason}")
+            tries = (attempts or {}).get(digest, 1)
+            again = f" (also in fresh solver processes, {tries} attempts)" if tries > 1 else ""
+            return VCResult(vc, "unknown", digest, None, None, seconds, f"solvers gave up{again}: {answer.reason}")
     raise AssertionError(f"unexpected prover answer {answer!r}")
 
 

@@ -1,0 +1,115 @@
+"""A query every solver gave up on is checked again, alone in freshly started solver processes
+(``verify_kernel(retries=n)``, ``argus verify --retries``): a proof that depends on the history
+of a solver's process is found again where any machine can reproduce it."""
+
+import transpose_swizzled as TS
+
+import argus.proofs.verify as verify
+from argus.proofs import LocalProver, verify_kernel
+from argus.smt.results import SolverRun, Unknown
+
+
+class Worn:
+    """A prover whose long-lived process gives up on every query (``reason``), while each of
+    its forks — fresh processes — answers with z3 after ``give_up`` failures of its own."""
+
+    name = "z3"
+
+    def __init__(self, reason="resource_limit", log=None, fresh=False, give_up=0):
+        self.reason, self.fresh, self.give_up = reason, fresh, give_up
+        self.log = log if log is not None else {"forks": 0, "closed": 0, "checks": [], "fresh_checks": []}
+        self.inner = LocalProver("z3")
+
+    def fork(self):
+        self.log["forks"] += 1
+        return Worn(self.reason, self.log, fresh=True, give_up=self.log.get("fresh_failures", 0))
+
+    def check(self, query, guards):
+        if not self.fresh or self.give_up > 0:
+            (self.log["fresh_checks"] if self.fresh else self.log["checks"]).append(id(query))
+            self.give_up -= 1
+            return Unknown((SolverRun("z3", "unknown", self.reason, "", 0.5, 10),))
+        self.log["fresh_checks"].append(id(query))
+        return self.inner.check(query, guards)
+
+    def versions(self):
+        return self.inner.versions()
+
+    def close(self):
+        if self.fresh:
+            self.log["closed"] += 1
+
+
+def _verify(prover, retries, monkeypatch):
+    monkeypatch.setattr(verify, "MIN_PARALLEL_QUERIES", 10**9)  # the first pass on the prover itself
+    return verify_kernel(TS.transpose.specialize(), prover=prover, retries=retries, replay=False)
+
+
+def test_without_retries_a_worn_process_leaves_the_kernel_unknown(monkeypatch):
+    report = _verify(Worn(), 0, monkeypatch)
+    assert report.verdict == "unknown"
+    solved = [r for r in report.results if r.solver != "structural"]
+    assert solved and all(r.verdict == "unknown" and "resource_limit" in r.reason for r in solved)
+    assert all("fresh" not in r.reason for r in solved)
+
+
+def test_a_retry_alone_in_a_fresh_process_proves_what_the_worn_one_gave_up_on(monkeypatch):
+    prover = Worn()
+    report = _verify(prover, 1, monkeypatch)
+    assert report.verdict == "proved"
+    log = prover.log
+    distinct = len(set(log["checks"]))
+    # every distinct query given up on was retried once, each in a fork of its own, closed after
+    assert log["forks"] == distinct == len(log["fresh_checks"]) == log["closed"] > 0
+    retried = [r for r in report.results if r.solver != "structural"]
+    assert all(r.verdict == "proved" for r in retried)
+    assert any(r.reason and "attempt 2" in r.reason for r in retried)
+
+
+def test_retries_stop_at_the_limit_and_say_how_many_attempts_ran(monkeypatch):
+    prover = Worn()
+    prover.log["fresh_failures"] = 5  # fresh processes give up too
+    report = _verify(prover, 2, monkeypatch)
+    assert report.verdict == "unknown"
+    distinct = len(set(prover.log["checks"]))
+    assert prover.log["forks"] == 2 * distinct  # two retries per query, no more
+    unknown = [r for r in report.results if r.verdict == "unknown"]
+    assert unknown and all("3 attempts" in r.reason for r in unknown)
+
+
+def test_an_error_is_not_retried(monkeypatch):
+    prover = Worn(reason="error")
+    report = _verify(prover, 3, monkeypatch)
+    assert report.verdict == "unknown"
+    assert prover.log["forks"] == 0
+
+
+def test_a_prover_without_fork_retries_in_itself(monkeypatch):
+    calls = []
+
+    class Once(LocalProver):
+        def check(self, query, guards):
+            calls.append(id(query))
+            if calls.count(id(query)) == 1:
+                return Unknown((SolverRun("z3", "unknown", "timeout", "", 1.0),))
+            return super().check(query, guards)
+
+    report = _verify(Once("z3"), 1, monkeypatch)
+    assert report.verdict == "proved"
+    assert all(calls.count(q) == 2 for q in set(calls))
+
+
+def test_the_cli_passes_retries_and_rejects_a_negative_count(capsys):
+    import json
+
+    from argus.cli import main
+
+    assert main(["verify", "--retries", "-1", "examples/vector_add.py"]) == 2
+    assert "--retries -1: must be 0 or more" in capsys.readouterr().err
+    # one resource unit: z3 gives up on every query, in its worker and in each fresh process
+    code = main(["verify", "examples/vector_add.py", "--solver", "z3", "--rlimit", "1", "--retries", "1", "--json"])
+    assert code == 2
+    (kernel,) = json.loads(capsys.readouterr().out)["kernels"]
+    unknown = [v for v in kernel["vcs"] if v["verdict"] == "unknown"]
+    assert unknown and all("2 attempts" in v["reason"] for v in unknown if "gave up" in v["reason"])
+    assert any("gave up" in v["reason"] for v in unknown)
