@@ -277,7 +277,10 @@ def test_b_loaded_from_the_next_k_block_is_refuted():
 #: what benchmarks/gemm.py runs through the gate: (kernel factory arguments, consts)
 #: (the fp16 and fp32-output variants and the operand layouts have no record yet: one mma-acc case
 #: of the fp16 kernel ran past the 900 s safety net, see benchmarks/RESULTS.md)
-PROVED = [((), c) for c in G.CANDIDATES] + [(("bf16", "bf16", True, "relu"), G.TUNED[(4096, 4096, 4096)])]
+PROVED = [((), c) for c in G.CANDIDATES] + [(args, G.TUNED[(4096, 4096, 4096)]) for args in (
+    ("bf16", "bf16", True, "relu"),
+    ("f16", "f16"),
+)]
 
 
 @pytest.mark.parametrize("args, config", PROVED, ids=[f"{G.gemm_kernel(*a).name}-BN{c.BN}-G{c.GROUP_M}" for a, c in PROVED])
