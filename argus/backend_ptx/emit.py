@@ -129,9 +129,9 @@ class _Scope:
 
     def __init__(self, parent: _Scope | None = None) -> None:
         self.parent = parent
-        self.values: dict[Any, str] = {}
+        self.values: dict[Any, Any] = {}  # registers, or a floor division's (q, r, fix) triple
 
-    def get(self, key: Any) -> str | None:
+    def get(self, key: Any) -> Any:
         scope: _Scope | None = self
         while scope is not None:
             found = scope.values.get(key)
@@ -251,7 +251,8 @@ class _Emitter:
             return out
         if isinstance(expr, sympy.Add):
             const, rest = expr.as_coeff_Add()
-            terms = list(sympy.Add.make_args(rest))
+            # a term with a coefficient after the first becomes a multiply-add: those go last
+            terms = sorted(_canonical(sympy.Add.make_args(rest)), key=lambda term: term.as_coeff_Mul()[0] != 1)
             acc: str | None = None
             for term in terms:
                 coeff, factor = term.as_coeff_Mul()
@@ -275,7 +276,7 @@ class _Emitter:
             return acc
         if isinstance(expr, sympy.Mul):
             coeff, rest = expr.as_coeff_Mul()
-            factors = list(sympy.Mul.make_args(rest))
+            factors = _canonical(sympy.Mul.make_args(rest))
             acc = self.register(factors[0], bits)
             for f in factors[1:]:
                 out = self.reg(cls)
@@ -300,7 +301,7 @@ class _Emitter:
             return out
         if isinstance(expr, (sympy.Min, sympy.Max)):
             op = "min" if isinstance(expr, sympy.Min) else "max"
-            args = list(expr.args)
+            args = _canonical(expr.args)
             acc = self.register(args[0], bits)
             for a in args[1:]:
                 out = self.reg(cls)
@@ -336,22 +337,29 @@ class _Emitter:
             kind = f"u{bits}" if unsigned else t
             self.emit(f"{'div' if isinstance(expr, symbolic.TruncDiv) else 'rem'}.{kind} {out}, {num}, {den};")
             return out
-        # floor forms: truncate, then correct where the remainder's sign differs from the divisor's
-        q, r, fix = self.reg(cls), self.reg(cls), self.reg("pred")
-        if bits == 64:
-            self._divrem_s64(num, den, q, r)
+        # floor forms: truncate, then correct where the remainder's sign differs from the
+        # divisor's; one division serves both the floor quotient and the floor modulo of a pair
+        pair = ("floor-divrem", a, b, bits)
+        found = self.scope.get(pair)
+        if found is not None:
+            q, r, fix = found
         else:
-            self.emit(f"div.{t} {q}, {num}, {den};")
-            self.emit(f"rem.{t} {r}, {num}, {den};")
-        if constant is not None and constant > 0:
-            self.emit(f"setp.lt.{t} {fix}, {r}, 0;")
-        else:
-            sign = self.reg(cls)
-            nz = self.reg("pred")
-            self.emit(f"xor.b{bits} {sign}, {r}, {self.register(b, bits)};")
-            self.emit(f"setp.lt.{t} {fix}, {sign}, 0;")
-            self.emit(f"setp.ne.{t} {nz}, {r}, 0;")
-            self.emit(f"and.pred {fix}, {fix}, {nz};")
+            q, r, fix = self.reg(cls), self.reg(cls), self.reg("pred")
+            if bits == 64:
+                self._divrem_s64(num, den, q, r)
+            else:
+                self.emit(f"div.{t} {q}, {num}, {den};")
+                self.emit(f"rem.{t} {r}, {num}, {den};")
+            if constant is not None and constant > 0:
+                self.emit(f"setp.lt.{t} {fix}, {r}, 0;")
+            else:
+                sign = self.reg(cls)
+                nz = self.reg("pred")
+                self.emit(f"xor.b{bits} {sign}, {r}, {self.register(b, bits)};")
+                self.emit(f"setp.lt.{t} {fix}, {sign}, 0;")
+                self.emit(f"setp.ne.{t} {nz}, {r}, 0;")
+                self.emit(f"and.pred {fix}, {fix}, {nz};")
+            self.scope.values[pair] = (q, r, fix)
         if is_div:
             self.emit(f"selp.{t} {out}, 1, 0, {fix};")
             self.emit(f"sub.{t} {out}, {q}, {out};")
@@ -1083,7 +1091,7 @@ class _Emitter:
         defined = set(self.symbols) - bound
         seen: set[Any] = set()
         for expr in exprs:
-            for node in sympy.preorder_traversal(expr):
+            for node in sympy.preorder_traversal(expr, keys=True):
                 if not isinstance(node, _HOISTED) or node in seen:
                     continue
                 seen.add(node)
@@ -1227,6 +1235,12 @@ def u64_division_magic(d: int) -> tuple[int, int]:
 
 
 _HOISTED = (symbolic.FloorDiv, symbolic.TruncDiv, symbolic.TruncMod, sympy.Mod, sympy.Min, sympy.Max)
+
+
+def _canonical(args: Any) -> list[Any]:
+    """``args`` of an Add, Mul, Min or Max in a fixed order: sympy orders some of them by hash,
+    which varies with ``PYTHONHASHSEED``, and the emitted PTX must not."""
+    return sorted(args, key=sympy.default_sort_key)
 
 
 def _loop_expressions(stmts: Sequence[L.Stmt]) -> tuple[list[Any], set[sympy.Symbol]]:

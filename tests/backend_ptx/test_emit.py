@@ -212,3 +212,20 @@ def test_register_a_operands_are_packed_before_the_wgmma_fence():
     if find_ptxas() is not None:
         cubin = build_cubin(ptx, "register-a-" + ptx.name)
         assert cubin.performance_issues == [], cubin.log
+
+
+def test_the_ptx_does_not_depend_on_the_hash_seed():
+    """sympy orders the terms of some sums by hash; the emitter orders them itself, so a kernel's
+    PTX is the same text under every ``PYTHONHASHSEED`` (reproducible builds, cache keys)."""
+    import subprocess
+    import sys
+
+    script = ("import hashlib; from argus.kernels.gemm import gemm_kernel, GemmConfig; "
+              "from argus.backend_ptx.emit import emit_ptx; "
+              "k = gemm_kernel('bf16', 'f32').specialize(**GemmConfig(BN=64, STAGES=2).consts(), SMS=132); "
+              "print(hashlib.sha256(emit_ptx(k, 'sm_90a').text.encode()).hexdigest())")
+    runs = [subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "PYTHONHASHSEED": seed}, cwd=ROOT,
+                             stdout=subprocess.PIPE, text=True) for seed in ("1", "2", "3", "4")]
+    digests = {run.communicate()[0].strip() for run in runs}
+    assert all(run.returncode == 0 for run in runs)
+    assert len(digests) == 1 and all(len(d) == 64 for d in digests)
