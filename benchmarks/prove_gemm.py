@@ -14,7 +14,11 @@ the schedule experiments that the autotuner never picks (``main_e0``, ``main_c1_
 The solver is z3 alone (it decides every VC of these kernels; cvc5 gives up on the largest)
 under a resource limit of 10^9 units per VC, recorded in the record: the lemma that an
 accumulator holds its MMA's record needs up to ~10^8 units (up to 330 s of z3 on this class of
-machine), beyond the default 5·10^7.  Prints one Markdown row per specialization.
+machine), beyond the default 5·10^7.  A VC z3 gives up on is tried again alone in a fresh z3
+process (``--retries``): z3's answer depends on what its process solved before.  Proved VCs go
+to a cache keyed by the query's hash (``--cache``): the variants share most of their queries
+(the fp16 kernel's are the bf16 kernel's, text for text), so after one kernel the others cost
+little more than their VC generation.  Prints one Markdown row per specialization.
 """
 
 from __future__ import annotations
@@ -47,7 +51,10 @@ def main() -> int:
     p.add_argument("--sms", type=int, default=H200_SMS, help="the persistent grid (the target's SM count)")
     p.add_argument("--rlimit", type=int, default=RLIMIT)
     p.add_argument("--budget", type=float, default=900.0, help="wall-clock safety net per VC in seconds")
-    p.add_argument("--cache", type=Path, default=None, help="a VC cache directory (a rerun solves only what is new)")
+    p.add_argument("--cache", type=Path, default=ROOT / "build" / "vccache",
+                   help="the VC cache (default build/vccache): a VC proved before, for this or any other "
+                   "specialization, is not solved again — the fp16 kernel's VCs are the bf16 kernel's")
+    p.add_argument("--no-cache", action="store_true", help="solve every VC")
     p.add_argument("--retries", type=int, default=2,
                    help="attempts more for a VC z3 gave up on, each alone in a fresh z3 process")
     args = p.parse_args()
@@ -66,7 +73,7 @@ def main() -> int:
             kernel = _kernel(variant).specialize(**consts, SMS=args.sms)
             start = time.perf_counter()
             report = verify_kernel(kernel, prover=prover, replay=False, retries=args.retries,
-                                   cache=VCCache(args.cache) if args.cache else None)
+                                   cache=None if args.no_cache else VCCache(args.cache))
             seconds = time.perf_counter() - start
             proved = sum(r.verdict == "proved" for r in report.results)
             most = max((r.resources or 0 for r in report.results), default=0)
