@@ -35,11 +35,14 @@ Structure (384 threads, three warpgroups):
   group and releases that stage at once (every consumer thread arrives, no barrier joins the
   two warpgroups): while one warpgroup waits, the other's wgmmas run, and the two alternate on
   the tensor cores — the faster schedule on an H200.  After the last k-block: ``wgmma_wait(0)``, release, and the epilogue:
-  bias, activation, conversion, then for a 16-bit C the tile leaves as ``BN / 64`` boxes of
-  128 x 64 through two 128B-swizzled staging buffers and TMA stores (written from registers,
-  ``fence_proxy_async``, barrier, one thread stores; a buffer is rewritten only after the
-  store that used it has read it), so the next tile's main loop overlaps the writes; an fp32
-  C is stored from registers (unpredicated on interior tiles).
+  bias, activation, conversion, then the tile leaves in boxes 128 bytes wide (``BN / 64`` boxes
+  of 128 x 64 for a 16-bit C, ``BN / 32`` of 128 x 32 for fp32) through two 128B-swizzled
+  staging buffers and TMA stores (written from registers, ``fence_proxy_async``, barrier, one
+  thread stores; a buffer is rewritten only after the store that used it has read it), so the
+  next tile's main loop overlaps the writes.  ``EPILOGUE="direct"`` (and ``"auto"`` where BN is
+  not a multiple of the box width) stores from registers instead (unpredicated on interior
+  tiles); its tag assertion, on C itself, is beyond the verifier (the writer of an element of C
+  is found by inverting the grouped tile order, whose last group's height is not a constant).
 
 Operand layouts: ``gemm_kernel(a_major="m")`` takes A as ``K x M`` (M contiguous: a column-major A)
 and ``b_major="n"`` B as ``K x N`` (N contiguous: ``torch.matmul(a, b)``).  Such an operand's
@@ -289,9 +292,10 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
     # a K-major stage is one box of BM (BN) rows x BK; an MN-major one BM / 64 (BN / 64) boxes of BK x 64
     sa = A.shared(tin, (STAGES, BM, BK) if a_major == "k" else (STAGES, BM // 64, BK, 64), swizzle=swizzle)
     sb = A.shared(tin, (STAGES, BN, BK) if b_major == "k" else (STAGES, BN // 64, BK, 64), swizzle=swizzle)
-    if EPILOGUE == "tma":
-        staging = A.shared(tout, (2, BM, 64), swizzle=swizzle)  # two 128 x 64 boxes of C
-    box_atom = f"wgmma.m64n64k16.{in_dtype}"
+    bw = 64 if tout is not A.f32 else 32  # a box of C is 128 bytes wide: 64 16-bit or 32 fp32 columns
+    if EPILOGUE == "tma":  # two 128 x bw boxes of C
+        staging = A.shared(tout, (2, BM, bw), swizzle=SwizzleMode.B128.element_swizzle(tout.itemsize))
+    box_atom = f"wgmma.m64n{bw}k16.{in_dtype}"
     full = A.mbarrier(1, stages=STAGES)
     # a stage is free once the consumers of every block it is multicast into released it
     empty = A.mbarrier((256 if RELEASE == "threads" else 1) * CLUSTER, stages=STAGES)
@@ -361,32 +365,32 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                 # edges of C); the consumers go on to the next tile while the stores drain
                 plain = bias_t is None and activation is None
                 if plain:
-                    converted = A.convert(acc, tout)  # the whole fragment at once (fewest instructions)
-                for q in A.range(BN // 64, unroll=True):
+                    converted = acc if tout is A.f32 else A.convert(acc, tout)  # the whole fragment at once
+                for q in A.range(BN // bw, unroll=True):
                     if plain:
-                        part = converted.tile((2, 2, 8), (0, 0, q))  # columns 64q .. 64q + 63
+                        part = converted.tile((2, 2, bw // 8), (0, 0, q))  # columns bw·q .. bw·q + bw - 1
                     else:  # box by box: the bias values of one box only are live
-                        part = acc.tile((2, 2, 8), (0, 0, q))
+                        part = acc.tile((2, 2, bw // 8), (0, 0, q))
                         if bias_t is not None:
-                            row = _broadcast_rows(bias_t, M).tile((BM, 64), (cm, cn * (BN // 64) + q))
-                            part = part + A.load(A.mma_partition(box_atom, "c", row.tile((64, 64), (wg, 0))),
+                            row = _broadcast_rows(bias_t, M).tile((BM, bw), (cm, cn * (BN // bw) + q))
+                            part = part + A.load(A.mma_partition(box_atom, "c", row.tile((64, bw), (wg, 0))),
                                                  dtype=A.f32)
                         if activation == "relu":
                             part = A.maximum(part, 0.0)
-                        part = A.convert(part, tout)
+                        part = part if tout is A.f32 else A.convert(part, tout)
                     buf = staging[q % 2]
                     # the store that last used this buffer has read it (at a tile's first box: every
                     # store of the previous tile, long read by then)
                     A.tma_store_wait(1 if q > 0 else 0, read=True)
                     A.named_barrier(1, 256)
-                    box = buf.tile((64, 64), (wg, 0))
+                    box = buf.tile((64, bw), (wg, 0))
                     A.store(part, A.mma_partition(box_atom, "c", box))
                     if bias_t is None and activation is None and (cm + 1) * BM <= M and (cn + 1) * BN <= N:
                         A.assert_tag(box, lambda _b, r, col, tg, cm=cm, cn=cn, q=q:
-                                     tg == (cm * BM + r, cn * BN + q * 64 + col), "c[i, j] = row i of A · row j of B")
+                                     tg == (cm * BM + r, cn * BN + q * bw + col), "c[i, j] = row i of A · row j of B")
                     A.fence_proxy_async()
                     A.named_barrier(1, 256)
-                    A.tma_store(buf, c.tile((BM, 64), (cm, cn * (BN // 64) + q)))
+                    A.tma_store(buf, c.tile((BM, bw), (cm, cn * (BN // bw) + q)))
                     A.tma_store_commit()
             else:
                 out = A.mma_partition(atom, "c", c.tile((BM, BN), (cm, cn)).tile((64, BN), (wg, 0)))
@@ -477,14 +481,16 @@ def _k_step(stage: Any, major: str, rows: int, index: Any, ks: Any) -> Any:
 
 
 def _epilogue(how: str, tout: Any, bn: int) -> str:
-    """The epilogue a specialization uses: ``"tma"`` (16-bit C through shared memory and TMA
-    stores, overlapping the next tile) or ``"direct"`` (vector stores from registers);
-    ``"auto"`` picks TMA where it applies (a 16-bit C, BN a multiple of 64)."""
-    tma_ok = tout is not A.f32 and bn % 64 == 0
+    """The epilogue a specialization uses: ``"tma"`` (C through shared memory and TMA stores in
+    boxes 128 bytes wide, overlapping the next tile) or ``"direct"`` (vector stores from
+    registers); ``"auto"`` picks TMA where it applies (BN a multiple of the box width: 64
+    16-bit or 32 fp32 columns)."""
+    tma_ok = bn % (32 if tout is A.f32 else 64) == 0
     if how == "auto":
         return "tma" if tma_ok else "direct"
     if how == "tma" and not tma_ok:
-        raise GemmError("EPILOGUE='tma' needs a 16-bit C and BN a multiple of 64 (128-byte TMA boxes)",
+        raise GemmError(f"EPILOGUE='tma' needs BN a multiple of {64 if tout is not A.f32 else 32} (TMA boxes of C are "
+                        "128 bytes wide)",
                         hint="use EPILOGUE='direct' or 'auto'")
     if how not in ("tma", "direct"):
         raise GemmError(f"EPILOGUE={how!r}: use 'auto', 'tma' or 'direct'")

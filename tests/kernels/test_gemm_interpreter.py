@@ -134,9 +134,27 @@ def test_tma_store_epilogue_matches_numpy(shape, bn):
     np.testing.assert_array_equal(out, numerics.round_to("bf16", numerics.mma(a, b.T, None, a_dtype="bf16")))
 
 
-def test_tma_epilogue_is_refused_for_fp32_output():
-    with pytest.raises(GemmError, match="16-bit"):
-        gemm_kernel("bf16", "f32").specialize(BN=64, SMS=1, EPILOGUE="tma")
+def test_tma_epilogue_needs_whole_boxes():
+    with pytest.raises(GemmError, match="multiple of 32"):
+        gemm_kernel("bf16", "f32").specialize(BN=48, SMS=1, EPILOGUE="tma")
+    with pytest.raises(GemmError, match="multiple of 64"):
+        gemm_kernel("bf16", "bf16").specialize(BN=96, SMS=1, EPILOGUE="tma")
+
+
+# an fp32 C leaves through the staging buffers in boxes of 128 x 32 (128 bytes wide): BN / 32
+# boxes per tile, tails of M and N clipped by TMA; and the direct epilogue, which "auto" takes
+# where BN is not a multiple of the box width
+@pytest.mark.parametrize("shape, bn, epilogue", [((130, 72, 40), 64, "auto"), ((200, 136, 72), 128, "tma"),
+                                                 ((70, 40, 24), 64, "direct")])
+def test_fp32_output_epilogues_match_numpy(shape, bn, epilogue):
+    m, n, k = shape
+    a, b = _operands(13, m, n, k)
+    kernel = gemm_kernel("bf16", "f32").specialize(BN=bn, STAGES=2, SMS=2, EPILOGUE=epilogue, INFLIGHT=0,
+                                                   RELEASE="threads")
+    check.check(kernel)
+    out = Interpreter(kernel).run({"a": a, "b": b, "c": np.full((m, n), np.nan, np.float32)},
+                                  {"M": m, "N": n, "K": k})["c"]
+    np.testing.assert_array_equal(out, numerics.mma(a, b.T, None, a_dtype="bf16"))
 
 
 def test_tuned_configs_are_candidates():
