@@ -231,13 +231,22 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
         for item in prepared.values():
             if item is not None and item[2] not in todo and (cache is None or cache.get(item[2]) is None):
                 todo[item[2]] = item[:2]
-        answers = _solve(todo, prover)
+        properties = {item[2]: vc.property for vc in lemmas + others if (item := prepared[vc.id]) is not None}
+
+        def keep(digest: str, answer: Any) -> None:
+            # a query proved valid goes to the cache at once: a run stopped halfway resumes there
+            # (the cache records validity; lemmas a VC relies on are judged on every run)
+            if cache is not None and isinstance(answer, Proved):
+                cache.put(digest, {"verdict": "proved", "solver": answer.solver, "resources": answer.resources,
+                                   "property": properties[digest]})
+
+        answers = _solve(todo, prover, keep)
         attempts = dict.fromkeys(answers, 1)
         for _ in range(retries):
             again = {d: todo[d] for d, (a, _) in answers.items() if _retryable(a)}
             if not again:
                 break
-            for digest, (answer, seconds) in _solve_fresh(again, prover).items():
+            for digest, (answer, seconds) in _solve_fresh(again, prover, keep).items():
                 answers[digest] = (answer, answers[digest][1] + seconds)
                 attempts[digest] += 1
         for vc in lemmas + others:
@@ -302,7 +311,8 @@ def _prepare(vc: VC, smtlib_dir: str | Path | None, kernel: N.Kernel) -> tuple |
     return query, guards, digest
 
 
-def _solve(todo: dict[str, tuple], prover: Prover) -> dict[str, tuple]:
+def _solve(todo: dict[str, tuple], prover: Prover,
+           on_answer: Callable[[str, Any], None] | None = None) -> dict[str, tuple]:
     """``{hash: (answer, seconds)}`` for the ``{hash: (query, guards)}`` to solve; with a
     prover that can ``fork``, on :data:`PARALLEL` provers at once (each query is answered
     the same whichever solves it: every check runs under its own resource limit)."""
@@ -329,6 +339,8 @@ def _solve(todo: dict[str, tuple], prover: Prover) -> dict[str, tuple]:
                 t0 = time.perf_counter()
                 answer = p.check(query, guards)
                 out[digest] = (answer, time.perf_counter() - t0)
+                if on_answer is not None:
+                    on_answer(digest, answer)
             except BaseException as err:  # re-raised in the calling thread
                 errors.append(err)
                 return
@@ -358,7 +370,8 @@ def _retryable(answer: Any) -> bool:
     return isinstance(answer, Unknown) and any((r.reason or r.status) in RETRYABLE for r in answer.runs)
 
 
-def _solve_fresh(todo: dict[str, tuple], prover: Prover) -> dict[str, tuple]:
+def _solve_fresh(todo: dict[str, tuple], prover: Prover,
+                 on_answer: Callable[[str, Any], None] | None = None) -> dict[str, tuple]:
     """``{hash: (answer, seconds)}``: each query checked alone in a fork of ``prover`` (workers
     started for it and closed after it), :data:`PARALLEL` at a time.  A prover that cannot
     fork (in-process) checks them itself."""
@@ -367,7 +380,7 @@ def _solve_fresh(todo: dict[str, tuple], prover: Prover) -> dict[str, tuple]:
 
     fork = getattr(prover, "fork", None)
     if fork is None:
-        return _solve(todo, prover)
+        return _solve(todo, prover, on_answer)
     out: dict[str, tuple] = {}
     work: queue.SimpleQueue = queue.SimpleQueue()
     for item in todo.items():
@@ -383,7 +396,10 @@ def _solve_fresh(todo: dict[str, tuple], prover: Prover) -> dict[str, tuple]:
             fresh = fork()
             try:
                 t0 = time.perf_counter()
-                out[digest] = (fresh.check(query, guards), time.perf_counter() - t0)
+                answer = fresh.check(query, guards)
+                out[digest] = (answer, time.perf_counter() - t0)
+                if on_answer is not None:
+                    on_answer(digest, answer)
             except BaseException as err:  # re-raised in the calling thread
                 errors.append(err)
             finally:

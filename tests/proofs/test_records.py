@@ -39,6 +39,30 @@ def test_vc_cache_reuses_proofs_by_hash(tmp_path):
     assert again.verdict == "proved" and solved and all(r.cached for r in solved)
 
 
+def test_a_run_stopped_halfway_resumes_from_the_cache(tmp_path, monkeypatch):
+    """Each query proved valid is cached as soon as it is answered, not when the kernel's
+    verification ends: a run that is killed (or fails) halfway loses none of its proofs."""
+    import argus.proofs.verify as verify
+    from argus.proofs import LocalProver
+
+    class Stops(LocalProver):
+        checks = 0
+
+        def check(self, query, guards):
+            Stops.checks += 1
+            if Stops.checks > 3:
+                raise KeyboardInterrupt  # the run is stopped
+            return super().check(query, guards)
+
+    monkeypatch.setattr(verify, "MIN_PARALLEL_QUERIES", 10**9)
+    kernel = K.rotate_through_shared.specialize()
+    with pytest.raises(KeyboardInterrupt):
+        verify_kernel(kernel, prover=Stops("z3"), cache=VCCache(tmp_path / "cache"))
+    assert len(list((tmp_path / "cache").glob("*/*.json"))) == 3
+    again = verify_kernel(kernel, cache=VCCache(tmp_path / "cache"))
+    assert again.verdict == "proved" and sum(r.cached for r in again.results) >= 3
+
+
 def test_an_edited_kernel_reverifies_only_what_changed(tmp_path):
     cache = VCCache(tmp_path / "cache")
     verify_kernel(V.tail_store.specialize(PREDICATED=True), cache=cache)
