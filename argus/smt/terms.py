@@ -1540,9 +1540,17 @@ def definedness(term: Term) -> list[Term]:
         if g is not TRUE:
             out.setdefault(g, None)
 
+    # the subterms below which some guard arises: the others are not walked (on the ite-heavy
+    # terms of a tag's resolution most are not, and each walk builds path conditions)
+    bearing: dict[Term, bool] = {}
+    for t in subterms(term):
+        own = ((t.op in ("div", "mod") and not (t.args[1].op == "const" and t.args[1].value != 0))
+               or t.op in ("int_xor", "int_and", "int_or"))
+        bearing[t] = own or any(bearing[a] for a in t.args)
+
     # explicit stack of (term, path condition); visited pairs keep their terms alive
     visited: set[tuple[Term, Term]] = set()
-    stack: list[tuple[Term, Term]] = [(term, TRUE)]
+    stack: list[tuple[Term, Term]] = [(term, TRUE)] if bearing[term] else []
     while stack:
         t, cond = stack.pop()
         key = (t, cond)
@@ -1554,29 +1562,34 @@ def definedness(term: Term) -> list[Term]:
                 divisor = t.args[1]
                 if not (divisor.op == "const" and divisor.value != 0):
                     emit(cond, ne(divisor, 0))
-                stack.extend((a, cond) for a in reversed(t.args))
+                stack.extend((a, cond) for a in reversed(t.args) if bearing[a])
             case "int_xor" | "int_and" | "int_or":
                 w, signed = t.params
                 lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1)
                 for a in t.args:
                     emit(cond, and_(le(lo, a), le(a, hi)))
-                stack.extend((a, cond) for a in reversed(t.args))
+                stack.extend((a, cond) for a in reversed(t.args) if bearing[a])
             case "ite":
                 c, x, y = t.args
-                stack.append((y, and_(cond, not_(c))))
-                stack.append((x, and_(cond, c)))
-                stack.append((c, cond))
+                if bearing[y]:
+                    stack.append((y, and_(cond, not_(c))))
+                if bearing[x]:
+                    stack.append((x, and_(cond, c)))
+                if bearing[c]:
+                    stack.append((c, cond))
             case "and" | "or" | "=>":
+                last = max((i for i, a in enumerate(t.args) if bearing[a]), default=-1)
                 reached = cond
                 pending = []
-                for i, a in enumerate(t.args):
-                    pending.append((a, reached))
-                    if i + 1 < len(t.args):
+                for i, a in enumerate(t.args[:last + 1]):
+                    if bearing[a]:
+                        pending.append((a, reached))
+                    if i < last:
                         step = not_(a) if t.op == "or" else a
                         reached = and_(reached, step)
                 stack.extend(reversed(pending))
             case _:
-                stack.extend((a, cond) for a in reversed(t.args))
+                stack.extend((a, cond) for a in reversed(t.args) if bearing[a])
     return list(out)
 
 

@@ -204,6 +204,30 @@ def test_definedness_follows_branches_and_short_circuits():
     assert evaluate(disj, {"x": 1, "y": 0}) is True
 
 
+def test_definedness_does_not_walk_the_paths_of_guard_free_subterms(monkeypatch):
+    """A DAG of nested ites reaches its shared leaves by 2^40 paths; only the subterms below a
+    division or a bitwise operator are walked with their path conditions, so a guard-free DAG
+    costs one pass however many paths it has, and a guard deep inside keeps its conditions."""
+    built = []
+    conjunction = T.and_
+
+    def counted(*args):
+        built.append(None)
+        if len(built) >= 100:  # (not an assert: its report would print the terms, 2^40 paths wide)
+            raise RuntimeError("definedness builds a path condition per path")
+        return conjunction(*args)
+
+    t = x
+    for i in range(40):
+        t = T.ite(T.gt(t, i), t + 1, t * 2)  # both branches share t
+    monkeypatch.setattr(T, "and_", counted)
+    assert T.definedness(T.gt(t, 0)) == []
+    guarded = T.ite(T.gt(t, 3), x.div(y), 0)
+    assert T.definedness(guarded) == [T.implies(conjunction(T.TRUE, T.gt(t, 3)), T.ne(y, 0))]
+    assert len(built) == 1  # the one branch condition
+    assert satisfies(T.definedness(guarded), {"x": -5, "y": 0})  # the branch is not taken there
+
+
 @given(any_terms(), environments())
 def test_defined_terms_evaluate_without_error(t, env):
     """The guards are exactly what evaluation needs: defined => no Undefined raised (strict)."""
