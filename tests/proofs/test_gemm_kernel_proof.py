@@ -278,6 +278,7 @@ def test_b_loaded_from_the_next_k_block_is_refuted():
 PROVED = [((), c) for c in G.CANDIDATES] + [(args, G.TUNED[(4096, 4096, 4096)]) for args in (
     ("bf16", "bf16", True, "relu"),
     ("f16", "f16"),
+    ("bf16", "f32"),
 )]
 
 
