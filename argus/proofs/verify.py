@@ -246,7 +246,7 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
             again = {d: todo[d] for d, (a, _) in answers.items() if _retryable(a)}
             if not again:
                 break
-            for digest, (answer, seconds) in _solve_fresh(again, prover, keep).items():
+            for digest, (answer, seconds) in _solve(again, prover, keep, fresh=True).items():
                 answers[digest] = (answer, answers[digest][1] + seconds)
                 attempts[digest] += 1
         for vc in lemmas + others:
@@ -312,51 +312,62 @@ def _prepare(vc: VC, smtlib_dir: str | Path | None, kernel: N.Kernel) -> tuple |
 
 
 def _solve(todo: dict[str, tuple], prover: Prover,
-           on_answer: Callable[[str, Any], None] | None = None) -> dict[str, tuple]:
+           on_answer: Callable[[str, Any], None] | None = None, *, fresh: bool = False) -> dict[str, tuple]:
     """``{hash: (answer, seconds)}`` for the ``{hash: (query, guards)}`` to solve; with a
     prover that can ``fork``, on :data:`PARALLEL` provers at once (each query is answered
-    the same whichever solves it: every check runs under its own resource limit)."""
+    the same whichever solves it: every check runs under its own resource limit).  ``fresh``:
+    each query alone in a fork of ``prover`` (workers started for it and closed after it); a
+    prover that cannot fork (in-process) checks them itself.  ``on_answer(hash, answer)`` is
+    called as each answer arrives."""
     import queue
     import threading
 
     out: dict[str, tuple] = {}
-    provers = [prover]
     fork = getattr(prover, "fork", None)
-    if fork is not None and PARALLEL > 1 and len(todo) >= MIN_PARALLEL_QUERIES:
-        provers += [fork() for _ in range(PARALLEL - 1)]
+    fresh = fresh and fork is not None
+    lanes: list[Prover | None] = [prover]
+    if fresh:
+        lanes = [None] * min(PARALLEL, len(todo))
+    elif fork is not None and PARALLEL > 1 and len(todo) >= MIN_PARALLEL_QUERIES:
+        lanes += [fork() for _ in range(PARALLEL - 1)]
     work: queue.SimpleQueue = queue.SimpleQueue()
     for item in todo.items():
         work.put(item)
     errors: list[BaseException] = []
 
-    def run(p: Prover) -> None:
+    def run(p: Prover | None) -> None:
         while not errors:
             try:
                 digest, (query, guards) = work.get_nowait()
             except queue.Empty:
                 return
+            checker = p if p is not None else fork()
             try:
                 t0 = time.perf_counter()
-                answer = p.check(query, guards)
+                answer = checker.check(query, guards)
                 out[digest] = (answer, time.perf_counter() - t0)
                 if on_answer is not None:
                     on_answer(digest, answer)
             except BaseException as err:  # re-raised in the calling thread
                 errors.append(err)
                 return
+            finally:
+                if p is None:
+                    checker.close()
 
     try:
-        if len(provers) == 1:
+        if len(lanes) == 1 and not fresh:
             run(prover)
         else:
-            threads = [threading.Thread(target=run, args=(p,), daemon=True) for p in provers]
+            threads = [threading.Thread(target=run, args=(p,), daemon=True) for p in lanes]
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
     finally:
-        for p in provers[1:]:
-            p.close()
+        for p in lanes[1:]:
+            if p is not None:
+                p.close()
     if errors:
         raise errors[0]
     return out
@@ -368,51 +379,6 @@ RETRYABLE = frozenset({"resource_limit", "timeout", "unknown", "crash", "cancell
 
 def _retryable(answer: Any) -> bool:
     return isinstance(answer, Unknown) and any((r.reason or r.status) in RETRYABLE for r in answer.runs)
-
-
-def _solve_fresh(todo: dict[str, tuple], prover: Prover,
-                 on_answer: Callable[[str, Any], None] | None = None) -> dict[str, tuple]:
-    """``{hash: (answer, seconds)}``: each query checked alone in a fork of ``prover`` (workers
-    started for it and closed after it), :data:`PARALLEL` at a time.  A prover that cannot
-    fork (in-process) checks them itself."""
-    import queue
-    import threading
-
-    fork = getattr(prover, "fork", None)
-    if fork is None:
-        return _solve(todo, prover, on_answer)
-    out: dict[str, tuple] = {}
-    work: queue.SimpleQueue = queue.SimpleQueue()
-    for item in todo.items():
-        work.put(item)
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        while not errors:
-            try:
-                digest, (query, guards) = work.get_nowait()
-            except queue.Empty:
-                return
-            fresh = fork()
-            try:
-                t0 = time.perf_counter()
-                answer = fresh.check(query, guards)
-                out[digest] = (answer, time.perf_counter() - t0)
-                if on_answer is not None:
-                    on_answer(digest, answer)
-            except BaseException as err:  # re-raised in the calling thread
-                errors.append(err)
-            finally:
-                fresh.close()
-
-    threads = [threading.Thread(target=run, daemon=True) for _ in range(min(PARALLEL, len(todo)))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    return out
 
 
 def _discharge(vc: VC, prover: Prover, cache: VCCache | None, smtlib_dir: str | Path | None,
