@@ -258,9 +258,6 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
                 _judge(result, lemma_results, pending,
                        complete=not (analysis.unsupported or analysis.program.unsupported))
             results[vc.id] = result
-            if cache is not None and result.verdict == "proved" and not result.cached:
-                cache.put(result.hash, {"verdict": "proved", "solver": result.solver,
-                                        "resources": result.resources, "property": vc.property})
         for (_, _, trusted), group in pending.items():
             _explain(group, trusted, analysis, kernel, replay, minimize, prover)
         ordered = [results[vc.id] for vc in vcs]
