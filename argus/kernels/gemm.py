@@ -292,7 +292,7 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
     # a K-major stage is one box of BM (BN) rows x BK; an MN-major one BM / 64 (BN / 64) boxes of BK x 64
     sa = A.shared(tin, (STAGES, BM, BK) if a_major == "k" else (STAGES, BM // 64, BK, 64), swizzle=swizzle)
     sb = A.shared(tin, (STAGES, BN, BK) if b_major == "k" else (STAGES, BN // 64, BK, 64), swizzle=swizzle)
-    bw = 64 if tout is not A.f32 else 32  # a box of C is 128 bytes wide: 64 16-bit or 32 fp32 columns
+    bw = _box_width(tout)  # a box of C is 128 bytes wide: 64 16-bit or 32 fp32 columns
     if EPILOGUE == "tma":  # two 128 x bw boxes of C
         staging = A.shared(tout, (2, BM, bw), swizzle=SwizzleMode.B128.element_swizzle(tout.itemsize))
     box_atom = f"wgmma.m64n{bw}k16.{in_dtype}"
@@ -485,11 +485,11 @@ def _epilogue(how: str, tout: Any, bn: int) -> str:
     boxes 128 bytes wide, overlapping the next tile) or ``"direct"`` (vector stores from
     registers); ``"auto"`` picks TMA where it applies (BN a multiple of the box width: 64
     16-bit or 32 fp32 columns)."""
-    tma_ok = bn % (32 if tout is A.f32 else 64) == 0
+    tma_ok = bn % _box_width(tout) == 0
     if how == "auto":
         return "tma" if tma_ok else "direct"
     if how == "tma" and not tma_ok:
-        raise GemmError(f"EPILOGUE='tma' needs BN a multiple of {64 if tout is not A.f32 else 32} (TMA boxes of C are "
+        raise GemmError(f"EPILOGUE='tma' needs BN a multiple of {_box_width(tout)} (TMA boxes of C are "
                         "128 bytes wide)",
                         hint="use EPILOGUE='direct' or 'auto'")
     if how not in ("tma", "direct"):
@@ -547,3 +547,8 @@ def _broadcast_rows(vector: Any, rows: Any) -> Any:
     view = vector.view
     return Tensor(N.View(view.buffer, Layout((rows, n), (0, 1)), view.offset, COORDS[:2], (COORDS[1],), None,
                          view.swizzle))
+
+
+def _box_width(tout: Any) -> int:
+    """Columns of C in one TMA box of the epilogue: a box row is 128 bytes (the swizzle span)."""
+    return 128 // tout.itemsize
