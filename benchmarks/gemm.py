@@ -75,8 +75,9 @@ def _default_key() -> str:
 
 def _specializations() -> list[tuple[str, str, dict]]:
     """(key, variant, consts) of everything ``prepare`` builds: every candidate of the main
-    variant, a few schedule variants, and the other variants with the autotuner's pick at 4096³."""
-    from argus.kernels.gemm import CANDIDATES, EARLIER, tuned_config
+    variant, a few schedule variants, and the other variants with each pick of the autotuner
+    (``<variant>_tuned``: at 4096³; ``<variant>_skinny``: for one tile row, M <= 128)."""
+    from argus.kernels.gemm import BM, CANDIDATES, EARLIER, tuned_config
 
     out = []
     for i, cfg in enumerate(CANDIDATES):
@@ -86,6 +87,7 @@ def _specializations() -> list[tuple[str, str, dict]]:
     for variant in VARIANTS:
         if variant != "main":
             out.append((f"{variant}_tuned", variant, tuned_config(4096, 4096, 4096).consts()))
+            out.append((f"{variant}_skinny", variant, tuned_config(BM, 14336, 4096).consts()))  # the M <= 128 pick
     return out
 
 

@@ -6,8 +6,9 @@ write their proof records (the gate then builds them through ``argus.compile``).
     python benchmarks/prove_gemm.py --records /tmp/records --sms 114
 
 Specializations are those of ``benchmarks/gemm.py prepare`` (keys ``main_c<i>`` for each entry
-of ``CANDIDATES``, ``<variant>_tuned`` for the other types, epilogues and operand layouts with
-the autotuner's pick at 4096³), at the persistent grid of the target (``--sms``, 132 on an H200;
+of ``CANDIDATES``; for the other types, epilogues and operand layouts, ``<variant>_tuned`` with
+the autotuner's pick at 4096³ and ``<variant>_skinny`` with its pick for one tile row, M <= 128:
+``tuned_picks()``), at the persistent grid of the target (``--sms``, 132 on an H200;
 the grid is a ``const`` of the kernel, so a record is bound to it).  The default keys exclude
 the schedule experiments that the autotuner never picks (``main_e0``, ``main_c1_cluster2``).
 

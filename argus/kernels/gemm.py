@@ -552,3 +552,11 @@ def _broadcast_rows(vector: Any, rows: Any) -> Any:
 def _box_width(tout: Any) -> int:
     """Columns of C in one TMA box of the epilogue: a box row is 128 bytes (the swizzle span)."""
     return 128 // tout.itemsize
+
+
+def tuned_picks() -> list[GemmConfig]:
+    """Every configuration :func:`tuned_config` may return (in ``CANDIDATES`` order): a shape's
+    recorded pick or its class's (one tile row, or more).  The gate builds a specialization only
+    from its proof record, so each of these needs one for every type, epilogue and layout."""
+    picks = {*TUNED.values(), tuned_config(BM, 1, 1), tuned_config(BM + 1, 1, 1)}
+    return [c for c in CANDIDATES if c in picks] + sorted((c for c in picks if c not in CANDIDATES), key=repr)
