@@ -25,7 +25,10 @@ taken it 2.5 s after 43 others, 33 s alone and over 900 s after some 200 others 
 With ``retries=n`` a query that every solver gave up on (resource limit, timeout, crash) is
 checked again, up to ``n`` times, alone in a prover of freshly started workers (the prover's
 ``fork``) under the same limits; the last attempt's answer counts. Alone in a fresh process is
-the one history that any machine can reproduce.
+the one history that any machine can reproduce.  Attempt ``k`` (``k`` = 1 .. n) runs the
+solvers with random seed ``k``: their run time on the hard nonlinear lemmas is heavy-tailed in
+the seed (:func:`argus.proofs.provers.seed_options`), and an unchanged seed would only repeat
+the search that ran out.
 """
 
 from __future__ import annotations
@@ -242,11 +245,11 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
 
         answers = _solve(todo, prover, keep)
         attempts = dict.fromkeys(answers, 1)
-        for _ in range(retries):
+        for attempt in range(1, retries + 1):
             again = {d: todo[d] for d, (a, _) in answers.items() if _retryable(a)}
             if not again:
                 break
-            for digest, (answer, seconds) in _solve(again, prover, keep, fresh=True).items():
+            for digest, (answer, seconds) in _solve(again, prover, keep, fresh=True, seed=attempt).items():
                 answers[digest] = (answer, answers[digest][1] + seconds)
                 attempts[digest] += 1
         for vc in lemmas + others:
@@ -309,12 +312,13 @@ def _prepare(vc: VC, smtlib_dir: str | Path | None, kernel: N.Kernel) -> tuple |
 
 
 def _solve(todo: dict[str, tuple], prover: Prover,
-           on_answer: Callable[[str, Any], None] | None = None, *, fresh: bool = False) -> dict[str, tuple]:
+           on_answer: Callable[[str, Any], None] | None = None, *, fresh: bool = False,
+           seed: int = 0) -> dict[str, tuple]:
     """``{hash: (answer, seconds)}`` for the ``{hash: (query, guards)}`` to solve; with a
     prover that can ``fork``, on :data:`PARALLEL` provers at once (each query is answered
     the same whichever solves it: every check runs under its own resource limit).  ``fresh``:
-    each query alone in a fork of ``prover`` (workers started for it and closed after it); a
-    prover that cannot fork (in-process) checks them itself.  ``on_answer(hash, answer)`` is
+    each query alone in a fork of ``prover`` (workers started for it and closed after it), with
+    the solvers' random seed ``seed``; a prover that cannot fork (in-process) checks them itself.  ``on_answer(hash, answer)`` is
     called as each answer arrives."""
     import queue
     import threading
@@ -338,7 +342,7 @@ def _solve(todo: dict[str, tuple], prover: Prover,
                 digest, (query, guards) = work.get_nowait()
             except queue.Empty:
                 return
-            checker = p if p is not None else fork()
+            checker = p if p is not None else fork(seed=seed)
             try:
                 t0 = time.perf_counter()
                 answer = checker.check(query, guards)

@@ -20,8 +20,9 @@ Resource limits (deterministic; they decide ``unknown`` reproducibly):
   re-asserts the (cached) assertion stack; resources used = growth of
   ``resource::resourceUnitsUsed``.
 
-A wall-clock ``timeout_s`` (Z3 ``timeout``, cvc5 ``tlimit-per``) is only a safety net; its
-expiry is reported as reason ``timeout``, never as ``resource_limit``.
+A wall-clock ``timeout_s`` (Z3: a thread that interrupts the context, so the limit cannot change
+z3's search; cvc5: ``tlimit-per``) is only a safety net; its expiry is reported as reason
+``timeout``, never as ``resource_limit``.
 """
 
 from __future__ import annotations
@@ -408,9 +409,17 @@ class _Z3Driver(_Driver):
     def check(self, literals, rlimit, timeout_s):
         z3 = self.z3
         self.solver.set("rlimit", int(rlimit))
-        self.solver.set("timeout", int(timeout_s * 1000) if timeout_s > 0 else 4294967295)
+        # The wall clock is kept by a thread that interrupts the context, not by z3's own
+        # ``timeout`` parameter: with that parameter set, z3 searched differently on the same
+        # query (a GEMM operand lemma proved in 22 s without it ran past 4 minutes with it),
+        # so a safety net must not change what the solver does before it fires.
+        expired = _Alarm(timeout_s, self.translator.ctx.interrupt) if timeout_s > 0 else None
         started = time.perf_counter()
-        result = self.solver.check(*literals)
+        try:
+            result = self.solver.check(*literals)
+        finally:
+            if expired is not None:
+                expired.stop()
         elapsed = time.perf_counter() - started
         used = self._rlimit_count()
         resources = max(0, used - self.spent) if used is not None else None
@@ -422,10 +431,12 @@ class _Z3Driver(_Driver):
             return "unsat", None, "", resources
         message = self.solver.reason_unknown()
         reason = _z3_reason(message)
-        if rlimit and resources is not None and resources >= rlimit and reason != "timeout":
+        if expired is not None and expired.fired:
+            reason, message = "timeout", f"wall-clock limit {timeout_s:g} s reached"
+        elif rlimit and resources is not None and resources >= rlimit:
             reason = "resource_limit"  # z3 reports an exhausted rlimit as "canceled"
         elif reason == "interrupted" and timeout_s > 0 and elapsed >= 0.9 * timeout_s:
-            reason = "timeout"  # after a push, z3 reports an expired timeout as "canceled"
+            reason = "timeout"
         return "unknown", reason, message, resources
 
     def _rlimit_count(self) -> int | None:
@@ -449,6 +460,31 @@ class _Z3Driver(_Driver):
 
     def interrupt(self) -> None:
         self.translator.ctx.interrupt()
+
+
+class _Alarm:
+    """Calls ``action`` once ``seconds`` have passed, and again every ``repeat_s`` after that
+    until :meth:`stop` (an interrupt that reaches z3 before its check has begun is forgotten)."""
+
+    def __init__(self, seconds: float, action, repeat_s: float = 0.5) -> None:
+        import threading
+
+        self.fired = False
+        self._done = threading.Event()
+        self._action, self._seconds, self._repeat = action, seconds, repeat_s
+        self._thread = threading.Thread(target=self._run, name="argus-z3-alarm", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        wait = self._seconds
+        while not self._done.wait(wait):
+            self.fired = True
+            self._action()
+            wait = self._repeat
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
 
 
 def _z3_reason(message: str) -> str:

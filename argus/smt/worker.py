@@ -28,8 +28,8 @@ Limits
 ------
 ``rlimit`` (z3 ``rlimit``, cvc5 ``rlimit-per``) is applied to every check: it is
 deterministic, so it is what decides ``unknown`` (reason ``resource_limit``).  The wall clock
-``wall_clock_s`` is given to the solver as its own soft limit (z3 ``timeout``, cvc5
-``tlimit-per``; reason ``timeout``) and the parent kills and restarts the worker at
+``wall_clock_s`` is the solver's own soft limit (z3: a thread that interrupts the context, as
+z3's ``timeout`` parameter changes its search; cvc5 ``tlimit-per``; reason ``timeout``) and the parent kills and restarts the worker at
 ``wall_clock_s + grace`` (also ``timeout``, message ``killed``).  Cancellation: the watchdog
 thread calls the backend's :meth:`Backend.interrupt` (z3: ``Context.interrupt()``, which is
 thread-safe and works because z3's bindings release the GIL).  cvc5's Python bindings hold the

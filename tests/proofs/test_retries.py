@@ -20,8 +20,9 @@ class Worn:
         self.log = log if log is not None else {"forks": 0, "closed": 0, "checks": [], "fresh_checks": []}
         self.inner = LocalProver("z3")
 
-    def fork(self):
+    def fork(self, seed=None):
         self.log["forks"] += 1
+        self.log.setdefault("seeds", []).append(seed)
         return Worn(self.reason, self.log, fresh=True, give_up=self.log.get("fresh_failures", 0))
 
     def check(self, query, guards):
@@ -75,6 +76,31 @@ def test_retries_stop_at_the_limit_and_say_how_many_attempts_ran(monkeypatch):
     assert prover.log["forks"] == 2 * distinct  # two retries per query, no more
     unknown = [r for r in report.results if r.verdict == "unknown"]
     assert unknown and all("3 attempts" in r.reason for r in unknown)
+    # each retry searches anew: attempt k runs the solvers with random seed k
+    assert sorted(set(prover.log["seeds"])) == [1, 2]
+    assert prover.log["seeds"].count(1) == prover.log["seeds"].count(2) == distinct
+
+
+def test_a_fork_carries_its_seed_to_the_solver_workers():
+    from argus.proofs.provers import PortfolioProver, SequentialProver, seed_options
+
+    assert seed_options(("z3", "cvc5"), 0) == {}
+    assert seed_options(("z3", "cvc5"), 2) == {"z3": {"random_seed": 2}, "cvc5": {"seed": 2}}
+    prover = SequentialProver(("z3", "cvc5"))
+    try:
+        fork = prover.fork(seed=3)
+        assert [stage.portfolio.options() for stage in fork.stages] == [
+            {"z3": {"random_seed": "3"}}, {"cvc5": {"seed": "3"}}]
+        assert fork.fork().seed == 3 and prover.fork().seed == 0
+        # the seeded workers start (the option names are the solvers' own) and prove
+        race = PortfolioProver(("z3", "cvc5"), seed=5)
+        try:
+            report = verify_kernel(TS.transpose.specialize(), prover=race, replay=False)
+            assert report.verdict == "proved"
+        finally:
+            race.close()
+    finally:
+        prover.close()
 
 
 def test_an_error_is_not_retried(monkeypatch):

@@ -141,6 +141,30 @@ def test_wall_clock_timeout_is_reported_as_timeout(solver):
     assert answer.reason == "timeout", answer.message
 
 
+def test_z3_wall_clock_is_an_interrupt_that_leaves_the_search_alone():
+    """z3 keeps the wall clock by an alarm thread that interrupts the context; its own
+    ``timeout`` parameter (which changes the search) stays unset, and the alarm is gone
+    after a check that ended before it."""
+    import threading
+
+    with Session("z3", timeout_s=0.3) as s:
+        s.add_query(hard_query())
+        answer = s.check()
+        assert (answer.status, answer.reason) == ("unknown", "timeout")
+        assert "0.3 s" in answer.message
+    with Session("z3", timeout_s=60.0) as s:
+        s.add(x > 5)
+        assert s.check().status == "sat"
+    assert not [t for t in threading.enumerate() if t.name == "argus-z3-alarm"]
+    # the same check uses the same resource units with and without a wall clock
+    used = []
+    for timeout_s in (0.0, 120.0):
+        with Session("z3", timeout_s=timeout_s) as s:
+            s.add_query(hard_query())
+            used.append(s.check(rlimit=200_000).resources)
+    assert used[0] == used[1]
+
+
 @solvers
 def test_validity_queries_prove_goal_and_definedness(solver):
     goal = T.eq(x // 8 * 8 + x % 8, x)
