@@ -84,6 +84,8 @@ def _specializations() -> list[tuple[str, str, dict]]:
         out.append((f"main_c{i}", "main", cfg.consts()))
     out.append(("main_e0", "main", EARLIER[0].consts()))  # one wgmma group in flight (not autotuned)
     out.append(("main_c1_cluster2", "main", {**CANDIDATES[1].consts(), "CLUSTER": 2}))  # B multicast to 2 blocks
+    # an fp32 C stored from registers, against the TMA epilogue that "auto" takes (not autotuned)
+    out.append(("f32_out_direct", "f32_out", {**tuned_config(4096, 4096, 4096).consts(), "EPILOGUE": "direct"}))
     for variant in VARIANTS:
         if variant != "main":
             out.append((f"{variant}_tuned", variant, tuned_config(4096, 4096, 4096).consts()))
@@ -403,9 +405,9 @@ def sweep(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, i
           flush_mb: int | None = None) -> None:
     """Time prepared specializations (e.g. one candidate at several persistent grid sizes,
     ``prepare --grids``) against cuBLAS; for cluster candidates also report how many clusters
-    the device holds at once."""
-    import torch
-
+    the device holds at once.  Each key runs its own variant (inputs, output type, operand
+    layouts); the baseline is ``torch.matmul`` on the same stored operands with the same
+    epilogue and output type (:func:`_torch_gemm`)."""
     from argus.runtime.timing import benchmark
 
     out.mkdir(parents=True, exist_ok=True)
@@ -414,15 +416,16 @@ def sweep(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, i
     for key in keys:
         sms = manifest[key]["sms"]
         compiled, gate = _compiled(directory, key, manifest[key], sms)
-        row = {"key": key, "sms": sms, "consts": manifest[key]["consts"], "gate": gate}
+        variant = manifest[key].get("variant", "main")
+        row = {"key": key, "variant": variant, "sms": sms, "consts": manifest[key]["consts"], "gate": gate}
         if any(c > 1 for c in compiled.kernel.launch.cluster):
             row["max_active_clusters"] = max_active_clusters(compiled)
-        check = _check(compiled, "main", ODD_SHAPES[3], seed=1)
+        check = _check(compiled, variant, ODD_SHAPES[3], seed=1)
         row["check_ok"] = check["ok"]
         for shape in shapes:
-            sets = [_inputs("main", shape, seed=21 + r) for r in range(2)]
-            t = benchmark({"argus": lambda a, c=compiled: _launch(c, "main", a),
-                           "torch": lambda a: torch.matmul(a["a"], a["b"].t())},
+            sets = [_inputs(variant, shape, seed=21 + r) for r in range(2)]
+            t = benchmark({"argus": lambda a, c=compiled, v=variant: _launch(c, v, a),
+                           "torch": lambda a, v=variant: _torch_gemm(v, a)},
                           lambda r, sets=sets: (sets[r],), rotations=2, warmup=2, repeat=repeat,
                           l2_flush_bytes=flush_mb << 20 if flush_mb else None)
             row["x".join(map(str, shape))] = {"argus_ms": t["argus"].median, "torch_ms": t["torch"].median,

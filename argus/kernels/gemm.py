@@ -112,8 +112,8 @@ class GemmConfig:
         return out
 
     def shared_bytes(self, itemsize: int = 2, tma_epilogue: bool = True) -> int:
-        """The shared memory of the ring (and of the epilogue's two 128 x 64 staging boxes)."""
-        return self.STAGES * (BM + self.BN) * self.BK * itemsize + (2 * BM * 64 * itemsize if tma_epilogue else 0)
+        """The shared memory of the ring (and of the epilogue's two BM-row x 128-byte staging boxes)."""
+        return self.STAGES * (BM + self.BN) * self.BK * itemsize + (2 * BM * 128 if tma_epilogue else 0)
 
 
 CANDIDATES = (
