@@ -253,7 +253,8 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
                 answers[digest] = (answer, answers[digest][1] + seconds)
                 attempts[digest] += 1
         for vc in lemmas + others:
-            result = _verdict(vc, prepared[vc.id], answers, cache, attempts)
+            result = _verdict(vc, prepared[vc.id], answers, cache, attempts,
+                              seeded=getattr(prover, "fork", None) is not None)
             if vc.property in LEMMAS:
                 _judge_lemma(result, analysis)
                 lemma_results.setdefault(vc.roles.get("lemma_key"), []).append(result)
@@ -393,9 +394,10 @@ def _discharge(vc: VC, prover: Prover, cache: VCCache | None, smtlib_dir: str | 
 
 
 def _verdict(vc: VC, prepared: tuple | None, answers: dict[str, tuple], cache: VCCache | None,
-             attempts: dict[str, int] | None = None) -> VCResult:
+             attempts: dict[str, int] | None = None, *, seeded: bool = False) -> VCResult:
     """The verdict of one VC from its answer (or the cache's; the solver time is counted at
-    the first VC of a repeated query only, and sums every attempt)."""
+    the first VC of a repeated query only, and sums every attempt); ``seeded``: the retries ran
+    in forks with random seed = attempt - 1."""
     if vc.unknown is not None:
         return VCResult(vc, "unknown", vc_hash(vc), reason=vc.unknown)
     if vc.structural is not None:
@@ -414,7 +416,8 @@ def _verdict(vc: VC, prepared: tuple | None, answers: dict[str, tuple], cache: V
     match answer:
         case Proved():
             tries = (attempts or {}).get(digest, 1)
-            note = f"proved at attempt {tries}, alone in fresh solver processes" if tries > 1 else None
+            seed = f" with random seed {tries - 1}" if seeded else ""
+            note = f"proved at attempt {tries}, alone in fresh solver processes{seed}" if tries > 1 else None
             return VCResult(vc, "proved", digest, answer.solver, answer.resources, seconds, note)
         case Refuted():
             reason = "division by zero reachable" if answer.violation == "definedness" else None
@@ -422,7 +425,8 @@ def _verdict(vc: VC, prepared: tuple | None, answers: dict[str, tuple], cache: V
                             model=dict(answer.model))
         case Unknown():
             tries = (attempts or {}).get(digest, 1)
-            again = f" (also in fresh solver processes, {tries} attempts)" if tries > 1 else ""
+            seeds = f", random seeds 0-{tries - 1}" if seeded else ""
+            again = f" (also in fresh solver processes, {tries} attempts{seeds})" if tries > 1 else ""
             return VCResult(vc, "unknown", digest, None, None, seconds, f"solvers gave up{again}: {answer.reason}")
     raise AssertionError(f"unexpected prover answer {answer!r}")
 

@@ -64,7 +64,7 @@ def test_a_retry_alone_in_a_fresh_process_proves_what_the_worn_one_gave_up_on(mo
     assert log["forks"] == distinct == len(log["fresh_checks"]) == log["closed"] > 0
     retried = [r for r in report.results if r.solver != "structural"]
     assert all(r.verdict == "proved" for r in retried)
-    assert any(r.reason and "attempt 2" in r.reason for r in retried)
+    assert any(r.reason and "attempt 2" in r.reason and "random seed 1" in r.reason for r in retried)
 
 
 def test_retries_stop_at_the_limit_and_say_how_many_attempts_ran(monkeypatch):
@@ -75,7 +75,7 @@ def test_retries_stop_at_the_limit_and_say_how_many_attempts_ran(monkeypatch):
     distinct = len(set(prover.log["checks"]))
     assert prover.log["forks"] == 2 * distinct  # two retries per query, no more
     unknown = [r for r in report.results if r.verdict == "unknown"]
-    assert unknown and all("3 attempts" in r.reason for r in unknown)
+    assert unknown and all("3 attempts, random seeds 0-2" in r.reason for r in unknown)
     # each retry searches anew: attempt k runs the solvers with random seed k
     assert sorted(set(prover.log["seeds"])) == [1, 2]
     assert prover.log["seeds"].count(1) == prover.log["seeds"].count(2) == distinct
