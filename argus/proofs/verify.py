@@ -252,9 +252,9 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
             for digest, (answer, seconds) in _solve(again, prover, keep, fresh=True, seed=attempt).items():
                 answers[digest] = (answer, answers[digest][1] + seconds)
                 attempts[digest] += 1
+        seeded = getattr(prover, "fork", None) is not None  # retries ran in seeded forks
         for vc in lemmas + others:
-            result = _verdict(vc, prepared[vc.id], answers, cache, attempts,
-                              seeded=getattr(prover, "fork", None) is not None)
+            result = _verdict(vc, prepared[vc.id], answers, cache, attempts, seeded=seeded)
             if vc.property in LEMMAS:
                 _judge_lemma(result, analysis)
                 lemma_results.setdefault(vc.roles.get("lemma_key"), []).append(result)

@@ -414,13 +414,11 @@ class _Z3Driver(_Driver):
         # query (a GEMM operand lemma proved in 22 s without it ran past 4 minutes with it),
         # so a safety net must not change what the solver does before it fires.
         expired = _Alarm(timeout_s, self.translator.ctx.interrupt) if timeout_s > 0 else None
-        started = time.perf_counter()
         try:
             result = self.solver.check(*literals)
         finally:
             if expired is not None:
                 expired.stop()
-        elapsed = time.perf_counter() - started
         used = self._rlimit_count()
         resources = max(0, used - self.spent) if used is not None else None
         if used is not None:
@@ -435,8 +433,6 @@ class _Z3Driver(_Driver):
             reason, message = "timeout", f"wall-clock limit {timeout_s:g} s reached"
         elif rlimit and resources is not None and resources >= rlimit:
             reason = "resource_limit"  # z3 reports an exhausted rlimit as "canceled"
-        elif reason == "interrupted" and timeout_s > 0 and elapsed >= 0.9 * timeout_s:
-            reason = "timeout"
         return "unknown", reason, message, resources
 
     def _rlimit_count(self) -> int | None:

@@ -91,7 +91,10 @@ def test_a_fork_carries_its_seed_to_the_solver_workers():
         fork = prover.fork(seed=3)
         assert [stage.portfolio.options() for stage in fork.stages] == [
             {"z3": {"random_seed": "3"}}, {"cvc5": {"seed": "3"}}]
-        assert fork.fork().seed == 3 and prover.fork().seed == 0
+        again, plain = fork.fork(), prover.fork()
+        assert again.seed == 3 and plain.seed == 0
+        for p in (again, plain, fork):
+            p.close()
         # the seeded workers start (the option names are the solvers' own) and prove
         race = PortfolioProver(("z3", "cvc5"), seed=5)
         try:
