@@ -16,7 +16,9 @@ The solver is z3 alone (it decides every VC of these kernels; cvc5 gives up on t
 under a resource limit of 10^9 units per VC, recorded in the record: the lemma that an
 accumulator holds its MMA's record needs up to ~10^8 units (up to 330 s of z3 on this class of
 machine), beyond the default 5·10^7.  A VC z3 gives up on is tried again alone in a fresh z3
-process (``--retries``): z3's answer depends on what its process solved before.  Proved VCs go
+process (``--retries``): z3's answer depends on what its process solved before.  Before the
+retries, a VC z3 gave up on is split into parts (the goal's conjuncts, the definedness guards by
+divisor), each solved on its own: the operand lemmas of the transposed layouts need it.  Proved VCs go
 to a cache keyed by the query's hash (``--cache``): the variants share most of their queries
 (the fp16 kernel's are the bf16 kernel's, text for text), so after one kernel the others cost
 little more than their VC generation.  Prints one Markdown row per specialization.
@@ -41,7 +43,7 @@ NOT_AUTOTUNED = ("main_e0", "main_c1_cluster2", "f32_out_direct")
 def main() -> int:
     from gemm import H200_SMS, _kernel, _specializations
 
-    from argus.proofs import verify_kernel
+    from argus.proofs import verify, verify_kernel
     from argus.proofs.cli_verify import record_path
     from argus.proofs.provers import PortfolioProver
     from argus.proofs.record import VCCache
@@ -65,6 +67,7 @@ def main() -> int:
     if unknown:
         p.error(f"unknown keys {unknown}; known: {sorted(keys)}")
     prover = PortfolioProver(("z3",), rlimit=args.rlimit, wall_clock_s=args.budget)
+    verify.MIN_PARALLEL_QUERIES = 2  # these queries take seconds to minutes: a fork pays for itself
     print("| key | kernel | consts | verdict | VCs | proved | most z3 units of one VC | time |")
     print("|---|---|---|---|---|---|---|---|")
     failed = 0

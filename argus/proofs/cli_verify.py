@@ -41,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retries", type=int, default=1, metavar="N",
                         help="check a query the solvers gave up on again, up to N times, each time alone in "
                         "freshly started solver processes under the same limits (default 1; 0: never)")
+    parser.add_argument("--no-split", action="store_true",
+                        help="do not split a query the solvers gave up on into parts (the goal's conjuncts, "
+                        "the definedness guards by divisor) before the retries")
     parser.add_argument("--records", metavar="DIR", help="write a proof record per kernel under DIR")
     parser.add_argument("--cache", metavar="DIR", help="reuse proofs of unchanged VCs from DIR")
     parser.add_argument("--no-replay", action="store_true",
@@ -192,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
             mine = {n: v for n, v in consts.items() if n in k.const_names()}
             ir = k.specialize(**mine)
             report = verify_kernel(ir, prover=prover, cache=cache, smtlib_dir=args.smtlib,
-                                   replay=not args.no_replay, retries=args.retries, progress=None if args.json else _progress(sys.stderr))
+                                   replay=not args.no_replay, retries=args.retries, split=not args.no_split, progress=None if args.json else _progress(sys.stderr))
             reports.append(report)
             if args.records:
                 report.record.save(record_path(args.records, ir))

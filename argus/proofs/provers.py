@@ -53,6 +53,69 @@ def vc_query(hypotheses: Hypotheses, goal: T.Term, label: str = "") -> tuple[Que
     return query, guards
 
 
+#: most goal parts :func:`split_query` makes, and most parts of the guards
+SPLIT_LIMIT = 8
+GUARD_PARTS_LIMIT = 16
+
+
+def _goal_conjuncts(term: T.Term) -> list[T.Term]:
+    """``term`` as a conjunction one level deeper (``[term]`` where it is no conjunction):
+    ``a ∧ b`` -> ``[a, b]``; ``p => (a ∧ b)`` -> ``[p => a, p => b]``; ``ite(c, a, b)`` ->
+    ``[c => a, ¬c => b]``."""
+    if term.op == "and":
+        return list(term.args)
+    if term.op == "=>":
+        p, q = term.args
+        inner = _goal_conjuncts(q)
+        return [term] if len(inner) == 1 else [T.implies(p, c) for c in inner]
+    if term.op == "ite" and term.sort == T.BOOL:
+        c, a, b = term.args
+        return [T.implies(c, a), T.implies(T.not_(c), b)]
+    return [term]
+
+
+def split_query(query: Query, guards: tuple[T.Term, ...], limit: int = SPLIT_LIMIT) -> list[Query]:
+    """The validity query of :func:`vc_query` as queries whose conjunction is equivalent to it:
+    ``hyps ∧ ¬(D ∧ goal)`` is unsat exactly when ``hyps ∧ ¬D`` is and ``hyps ∧ ¬g`` is for every
+    conjunct ``g`` of the goal, so a VC is proved when every part is, and a model of any part
+    is a model of the whole query.  The goal is split at conjunctions (through implications'
+    conclusions and Boolean ``ite``) breadth-first, into at most ``limit`` parts; the guards
+    are grouped by what they conclude (``d != 0`` for one divisor ``d``, under the many path
+    conditions that reach the division), at most :data:`GUARD_PARTS_LIMIT` groups.  Each part
+    is a smaller problem: a solver that gives up on the whole often decides every part in
+    seconds (z3's search over one large disjunction is what runs long).  ``[query]`` when
+    there is nothing to split."""
+    named = [(n, t) for t, n in query.assertions if n is not None and n != "goal"]
+    unnamed = [t for t, n in query.assertions if n is None]
+    goal = next((t for t, n in query.assertions if n == "goal"), None)
+    if goal is None or goal.op != "not":
+        return [query]
+    conjuncts = list(goal.args[0].args) if goal.args[0].op == "and" else [goal.args[0]]
+    guard_set = set(guards)
+    own = [c for c in conjuncts if c not in guard_set]
+    defined = [c for c in conjuncts if c in guard_set]
+    parts = own
+    while True:  # one level deeper while the parts stay within the limit
+        deeper = [c for p in parts for c in _goal_conjuncts(p)]
+        if len(deeper) == len(parts) or len(deeper) > limit:
+            break
+        parts = deeper
+    if len(parts) > limit:  # a goal of many conjuncts: ``limit`` parts of several each
+        parts = [T.and_(*parts[i::limit]) for i in range(limit)]
+    groups: dict[T.Term, list[T.Term]] = {}
+    for g in defined:
+        groups.setdefault(g.args[1] if g.op == "=>" else g, []).append(g)
+    chunks: list[list[T.Term]] = [[] for _ in range(min(len(groups), GUARD_PARTS_LIMIT))]
+    for i, group in enumerate(groups.values()):
+        chunks[i % len(chunks)].extend(group)
+    pieces = [T.and_(*chunk) for chunk in chunks] + parts
+    if len(pieces) < 2:
+        return [query]
+    return [Query.of(*unnamed, named=[*named, ("goal", T.not_(piece))], logic=query.logic,
+                     label=f"{query.label} part {i + 1}/{len(pieces)}".strip())
+            for i, piece in enumerate(pieces)]
+
+
 _BITWISE = frozenset({"int_xor", "int_and", "int_or"})
 
 

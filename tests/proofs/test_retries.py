@@ -41,9 +41,9 @@ class Worn:
             self.log["closed"] += 1
 
 
-def _verify(prover, retries, monkeypatch):
+def _verify(prover, retries, monkeypatch, split=False):
     monkeypatch.setattr(verify, "MIN_PARALLEL_QUERIES", 10**9)  # the first pass on the prover itself
-    return verify_kernel(TS.transpose.specialize(), prover=prover, retries=retries, replay=False)
+    return verify_kernel(TS.transpose.specialize(), prover=prover, retries=retries, replay=False, split=split)
 
 
 def test_without_retries_a_worn_process_leaves_the_kernel_unknown(monkeypatch):
@@ -136,9 +136,16 @@ def test_the_cli_passes_retries_and_rejects_a_negative_count(capsys):
     assert main(["verify", "--retries", "-1", "examples/vector_add.py"]) == 2
     assert "--retries -1: must be 0 or more" in capsys.readouterr().err
     # one resource unit: z3 gives up on every query, in its worker and in each fresh process
-    code = main(["verify", "examples/vector_add.py", "--solver", "z3", "--rlimit", "1", "--retries", "1", "--json"])
+    code = main(["verify", "examples/vector_add.py", "--solver", "z3", "--rlimit", "1", "--retries", "1", "--json",
+                 "--no-split"])
     assert code == 2
     (kernel,) = json.loads(capsys.readouterr().out)["kernels"]
     unknown = [v for v in kernel["vcs"] if v["verdict"] == "unknown"]
     assert unknown and all("2 attempts" in v["reason"] for v in unknown if "gave up" in v["reason"])
     assert any("gave up" in v["reason"] for v in unknown)
+    # split (the default): a query with guards is also tried in parts, each part retried
+    code = main(["verify", "examples/vector_add.py", "--solver", "z3", "--rlimit", "1", "--retries", "1", "--json"])
+    assert code == 2
+    (kernel,) = json.loads(capsys.readouterr().out)["kernels"]
+    reasons = [v["reason"] for v in kernel["vcs"] if v["verdict"] == "unknown" and "gave up" in v["reason"]]
+    assert reasons and all("2 attempts" in r or ("split into" in r and "random seeds 1-1" in r) for r in reasons)

@@ -1,0 +1,174 @@
+"""A query the solvers gave up on is split into parts (the goal's conjuncts, the definedness
+guards by divisor): the VC is proved when every part is, refuted when one is."""
+
+import pytest
+import transpose_swizzled as TS
+import verifier_kernels as V
+
+import argus.proofs.verify as verify
+from argus.proofs import LocalProver, verify_kernel
+from argus.proofs.provers import GUARD_PARTS_LIMIT, split_query, vc_query
+from argus.smt import terms as T
+from argus.smt.evaluate import evaluate
+from argus.smt.results import Proved, Refuted, SolverRun, Unknown
+
+
+def _vc(bound):
+    """``x >= 1, y >= 0 => (y >= 0 => (y div x >= 0 ∧ y mod x < bound)) ∧ (y div (x+1) <= y)``."""
+    x, y = T.int_var("x"), T.int_var("y")
+    hyps = [("h0", T.ge(x, 1)), ("h1", T.ge(y, 0))]
+    goal = T.and_(T.implies(T.ge(y, 0), T.and_(T.ge(T.div(y, x), 0), T.lt(T.mod(y, x), bound))),
+                  T.le(T.div(y, T.add(x, 1)), y))
+    return hyps, goal
+
+
+def _goal_of(query):
+    return next(t for t, n in query.assertions if n == "goal")
+
+
+def test_parts_are_the_goal_conjuncts_and_the_guards_by_divisor():
+    hyps, goal = _vc(T.int_var("x"))
+    query, guards = vc_query(hyps, goal)
+    assert guards  # the divisors x and x + 1 are variables: their guards are in the query
+    parts = split_query(query, guards)
+    negated = [_goal_of(p).args[0] for p in parts]
+    # one part per divisor's guards, then the three goal conjuncts (through the implication)
+    divisors = {g.args[1] if g.op == "=>" else g for g in guards}
+    assert len(parts) == len(divisors) + 3
+    assert set(negated[len(divisors):]) == {
+        T.implies(T.ge(T.int_var("y"), 0), T.ge(T.div(T.int_var("y"), T.int_var("x")), 0)),
+        T.implies(T.ge(T.int_var("y"), 0), T.lt(T.mod(T.int_var("y"), T.int_var("x")), T.int_var("x"))),
+        T.le(T.div(T.int_var("y"), T.add(T.int_var("x"), 1)), T.int_var("y"))}
+    # the hypotheses are every part's, unchanged
+    for p in parts:
+        assert [(t, n) for t, n in p.assertions if n != "goal"] == [(t, n) for t, n in query.assertions if n != "goal"]
+    prover = LocalProver("z3")
+    try:
+        assert isinstance(prover.check(query, guards), Proved)
+        assert all(isinstance(prover.check(p, guards), Proved) for p in parts)
+    finally:
+        prover.close()
+
+
+def test_a_refuted_part_gives_a_model_of_the_whole_query():
+    hyps, goal = _vc(T.add(T.int_var("x"), -1))  # y mod x < x - 1: false for y = x - 1
+    query, guards = vc_query(hyps, goal)
+    parts = split_query(query, guards)
+    prover = LocalProver("z3")
+    try:
+        answers = [prover.check(p, guards) for p in parts]
+    finally:
+        prover.close()
+    refuted = [a for a in answers if isinstance(a, Refuted)]
+    assert len(refuted) == 1 and sum(isinstance(a, Proved) for a in answers) == len(parts) - 1
+    model = dict(refuted[0].model)
+    assert all(evaluate(t, model) is True for t, _ in query.assertions)  # the whole query holds on it
+
+
+def test_ite_goals_split_by_branch_and_the_limit_holds():
+    x, y = T.int_var("x"), T.int_var("y")
+    conj = [T.le(x, T.add(y, i)) for i in range(20)]
+    goal = T.ite(T.ge(x, 50), T.and_(*conj[:10]), T.and_(*conj[10:]))
+    query, guards = vc_query([("h", T.le(x, y))], goal)
+    assert guards == ()
+    parts = split_query(query, guards, limit=4)
+    assert len(parts) == 2  # one level deeper would give 20 > 4 parts
+    assert {_goal_of(p).args[0] for p in parts} == {T.implies(T.ge(x, 50), T.and_(*conj[:10])),
+                                                      T.implies(T.not_(T.ge(x, 50)), T.and_(*conj[10:]))}
+    assert len(split_query(query, guards, limit=20)) == 20
+    single, g = vc_query([("h", T.le(x, y))], T.le(x, T.add(y, 1)))
+    assert split_query(single, g) == [single]
+
+
+def test_guard_groups_are_capped():
+    xs = [T.int_var(f"d{i}") for i in range(GUARD_PARTS_LIMIT + 5)]
+    y = T.int_var("y")
+    goal = T.and_(*[T.ge(T.mod(y, d), T.int_var("z")) for d in xs])  # (not valid: only its shape matters)
+    query, guards = vc_query([(f"h{i}", T.ge(d, 1)) for i, d in enumerate(xs)] + [("hy", T.ge(y, 0))], goal)
+    parts = split_query(query, guards, limit=1)
+    assert len(parts) == GUARD_PARTS_LIMIT + 1  # the guard groups, then the (unsplit) goal
+    covered = [c for p in parts[:-1] for c in (lambda t: t.args if t.op == "and" else (t,))(_goal_of(p).args[0])]
+    assert sorted(map(id, covered)) == sorted(map(id, guards))
+
+
+class WholeGivesUp(LocalProver):
+    """z3 that gives up on every query it could split (it decides the parts): the shape of
+    the GEMM operand lemmas, where z3 runs out on the whole and proves each part in seconds."""
+
+    def __init__(self):
+        super().__init__("z3")
+        self.wholes = self.parts = 0
+
+    def check(self, query, guards):
+        if "part" not in query.label and len(split_query(query, guards)) > 1:
+            self.wholes += 1
+            return Unknown((SolverRun("z3", "unknown", "resource_limit", "", 1.0, 10),))
+        self.parts += "part" in query.label
+        return super().check(query, guards)
+
+
+@pytest.fixture
+def whole_gives_up(monkeypatch):
+    monkeypatch.setattr(verify, "MIN_PARALLEL_QUERIES", 10**9)
+    prover = WholeGivesUp()
+    yield prover
+    prover.close()
+
+
+def test_a_kernel_whose_whole_queries_defeat_the_solver_is_proved_in_parts(whole_gives_up):
+    kernel = TS.transpose.specialize()
+    report = verify_kernel(kernel, prover=whole_gives_up, replay=False, split=False)
+    assert report.verdict == "unknown" and whole_gives_up.wholes > 0 and whole_gives_up.parts == 0
+    report = verify_kernel(kernel, prover=whole_gives_up, replay=False)
+    assert report.verdict == "proved" and whole_gives_up.parts > 0
+    split = [r for r in report.results if r.reason and r.reason.startswith("proved in ")]
+    assert split and all(" parts: the goal's conjuncts and the definedness guards apart" in r.reason for r in split)
+    assert all(r.entry().reason for r in split)  # the record says how
+
+
+def test_a_bug_is_refuted_through_a_part_with_its_counterexample(whole_gives_up):
+    kernel = V.double_buffered.specialize(WRONG_STAGE=True)
+    plain = LocalProver("z3")
+    try:
+        expected = verify_kernel(kernel, prover=plain)
+    finally:
+        plain.close()
+    report = verify_kernel(kernel, prover=whole_gives_up)
+    assert expected.verdict == report.verdict == "refuted"
+    assert {(r.vc.id, r.verdict) for r in report.results if r.verdict == "refuted"} == \
+        {(r.vc.id, r.verdict) for r in expected.results if r.verdict == "refuted"}
+    assert report.counterexamples
+
+
+def test_an_undecided_part_is_retried_with_seeds(monkeypatch):
+    """Parts the solver gives up on in its long-lived process go to fresh forks, seed k."""
+    monkeypatch.setattr(verify, "MIN_PARALLEL_QUERIES", 10**9)
+    log = {"seeds": []}
+
+    class Worn(WholeGivesUp):
+        fresh = False
+
+        def fork(self, seed=None):
+            log["seeds"].append(seed)
+            other = Worn()
+            other.fresh = True
+            return other
+
+        def check(self, query, guards):
+            if not self.fresh and "part 1/" in query.label:
+                return Unknown((SolverRun("z3", "unknown", "timeout", "", 1.0),))
+            return super().check(query, guards)
+
+    prover = Worn()
+    try:
+        report = verify_kernel(TS.transpose.specialize(), prover=prover, replay=False, retries=0)
+        assert report.verdict == "unknown"
+        undecided = [r for r in report.results if r.verdict == "unknown" and "split into" in (r.reason or "")]
+        assert undecided and all("1 undecided" in r.reason for r in undecided)
+        report = verify_kernel(TS.transpose.specialize(), prover=prover, replay=False, retries=2)
+        assert report.verdict == "proved"
+        assert set(log["seeds"]) == {1}  # the first retry proved every part 1
+        assert any("1 part(s) again alone in fresh solver processes, random seeds 1-1" in (r.reason or "")
+                   for r in report.results)
+    finally:
+        prover.close()
