@@ -390,8 +390,9 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
     ``answers`` in place; returns a note per query on how it was decided or what was tried.
 
     1. ``split``: a query is split into parts (:func:`argus.proofs.provers.split_query`: the
-       goal's conjuncts, the definedness guards by divisor) solved on ``prover``; it is proved
-       when every part is, refuted when one is (a part's model is one of the whole query).
+       goal's conjuncts, the definedness guards by divisor), each solved alone in a fork of
+       ``prover`` at its seed; it is proved when every part is, refuted when one is (a part's
+       model is one of the whole query).
     2. ``retries``: attempt ``k`` solves what is still undecided (the parts of a split query,
        else the whole query) alone in a fork of ``prover`` with random seed ``k``."""
     from argus.proofs.provers import split_query
@@ -435,7 +436,10 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
             keep(d, answers[d][0])
 
     if parts:
-        part_answers.update(_solve({k: v for group in parts.values() for k, v in group.items()}, prover))
+        # each part alone in a fresh fork, at the prover's own seed: a warm worker's history
+        # slows z3 down on them (parts that take seconds alone ran out of 120 s there)
+        part_answers.update(_solve({k: v for group in parts.values() for k, v in group.items()}, prover,
+                                   fresh=True, seed=getattr(prover, "seed", 0)))
         for d in parts:
             combine(d)
     for seed in range(1, retries + 1):
