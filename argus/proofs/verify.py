@@ -512,6 +512,9 @@ def _verdict(vc: VC, prepared: tuple | None, answers: dict[str, tuple], cache: V
             return VCResult(vc, "proved", digest, answer.solver, answer.resources, seconds, note)
         case Refuted():
             reason = "division by zero reachable" if answer.violation == "definedness" else None
+            note = (notes or {}).get(digest)  # e.g. refuted by one part of a split query
+            if note is not None:
+                reason = f"{reason} ({note})" if reason else note
             return VCResult(vc, "refuted", digest, answer.solver, answer.resources, seconds, reason,
                             model=dict(answer.model))
         case Unknown():

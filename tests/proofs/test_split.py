@@ -138,6 +138,10 @@ def test_a_bug_is_refuted_through_a_part_with_its_counterexample(whole_gives_up)
     assert {(r.vc.id, r.verdict) for r in report.results if r.verdict == "refuted"} == \
         {(r.vc.id, r.verdict) for r in expected.results if r.verdict == "refuted"}
     assert report.counterexamples
+    # a refuted VC whose whole query the solver gave up on says that a part refuted it
+    split = [r for r in report.results if r.verdict == "refuted" and r.reason]
+    assert split and all(r.reason.startswith("refuted by one of ") for r in split)
+    assert all(r.reason is None or "part" not in r.reason for r in expected.results)
 
 
 def test_an_undecided_part_is_retried_with_seeds(monkeypatch):
