@@ -54,6 +54,8 @@ def main() -> int:
     p.add_argument("--sms", type=int, default=H200_SMS, help="the persistent grid (the target's SM count)")
     p.add_argument("--rlimit", type=int, default=RLIMIT)
     p.add_argument("--budget", type=float, default=900.0, help="wall-clock safety net per VC in seconds")
+    p.add_argument("--retry-budget", type=float, default=None,
+                   help="wall-clock safety net of the split parts and the retries (default: --budget)")
     p.add_argument("--cache", type=Path, default=ROOT / "build" / "vccache",
                    help="the VC cache (default build/vccache): a VC proved before, for this or any other "
                    "specialization, is not solved again — the fp16 kernel's VCs are the bf16 kernel's")
@@ -77,6 +79,7 @@ def main() -> int:
             kernel = _kernel(variant).specialize(**consts, SMS=args.sms)
             start = time.perf_counter()
             report = verify_kernel(kernel, prover=prover, replay=False, retries=args.retries,
+                                   retry_budget=args.retry_budget,
                                    cache=None if args.no_cache else VCCache(args.cache))
             seconds = time.perf_counter() - start
             proved = sum(r.verdict == "proved" for r in report.results)

@@ -41,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retries", type=int, default=1, metavar="N",
                         help="check a query the solvers gave up on again, up to N times, each time alone in "
                         "freshly started solver processes under the same limits (default 1; 0: never)")
+    parser.add_argument("--retry-budget", type=float, default=None, metavar="S",
+                        help="wall-clock safety net of the split parts and the retries (default: --budget): "
+                        "a short --budget sorts out the hard queries, and only they get this clock")
     parser.add_argument("--no-split", action="store_true",
                         help="do not split a query the solvers gave up on into parts (the goal's conjuncts, "
                         "the definedness guards by divisor) before the retries")
@@ -186,6 +189,8 @@ def run(args: argparse.Namespace) -> int:
         raise ArgusError(f"--budget {args.budget}: must be positive")
     if args.retries < 0:
         raise ArgusError(f"--retries {args.retries}: must be 0 or more")
+    if args.retry_budget is not None and args.retry_budget <= 0:
+        raise ArgusError(f"--retry-budget {args.retry_budget}: must be positive")
     if args.rlimit is not None and args.rlimit <= 0:
         raise ArgusError(f"--rlimit {args.rlimit}: must be positive")
     prover = make_prover(args.solver, wall_clock_s=args.budget, rlimit=args.rlimit)
@@ -195,7 +200,8 @@ def run(args: argparse.Namespace) -> int:
             mine = {n: v for n, v in consts.items() if n in k.const_names()}
             ir = k.specialize(**mine)
             report = verify_kernel(ir, prover=prover, cache=cache, smtlib_dir=args.smtlib,
-                                   replay=not args.no_replay, retries=args.retries, split=not args.no_split, progress=None if args.json else _progress(sys.stderr))
+                                   replay=not args.no_replay, retries=args.retries, split=not args.no_split,
+                                   retry_budget=args.retry_budget, progress=None if args.json else _progress(sys.stderr))
             reports.append(report)
             if args.records:
                 report.record.save(record_path(args.records, ir))

@@ -173,11 +173,12 @@ class PortfolioProver:
                                    options=seed_options(solvers, self.seed))
         self._config = (tuple(solvers), rlimit, wall_clock_s)
 
-    def fork(self, seed: int | None = None) -> PortfolioProver:
+    def fork(self, seed: int | None = None, wall_clock_s: float | None = None) -> PortfolioProver:
         """An independent prover of the same solvers and limits (workers of its own), with the
-        solvers' random seed ``seed`` (default: this prover's)."""
-        solvers, rlimit, wall_clock_s = self._config
-        return PortfolioProver(solvers, rlimit=rlimit, wall_clock_s=wall_clock_s,
+        solvers' random seed ``seed`` and the wall-clock safety net ``wall_clock_s`` (default:
+        this prover's)."""
+        solvers, rlimit, own_clock = self._config
+        return PortfolioProver(solvers, rlimit=rlimit, wall_clock_s=own_clock if wall_clock_s is None else wall_clock_s,
                                seed=self.seed if seed is None else seed)
 
     def prove(self, hypotheses: Hypotheses, goal: T.Term) -> Result:
@@ -214,11 +215,12 @@ class SequentialProver:
                        for s in solvers]
         self._config = (tuple(solvers), rlimit, wall_clock_s)
 
-    def fork(self, seed: int | None = None) -> SequentialProver:
+    def fork(self, seed: int | None = None, wall_clock_s: float | None = None) -> SequentialProver:
         """An independent prover of the same solvers and limits (workers of its own, started
-        when first used), with the solvers' random seed ``seed`` (default: this prover's)."""
-        solvers, rlimit, wall_clock_s = self._config
-        return SequentialProver(solvers, rlimit=rlimit, wall_clock_s=wall_clock_s,
+        when first used), with the solvers' random seed ``seed`` and the wall-clock safety net
+        ``wall_clock_s`` (default: this prover's)."""
+        solvers, rlimit, own_clock = self._config
+        return SequentialProver(solvers, rlimit=rlimit, wall_clock_s=own_clock if wall_clock_s is None else wall_clock_s,
                                 seed=self.seed if seed is None else seed)
 
     def prove(self, hypotheses: Hypotheses, goal: T.Term) -> Result:

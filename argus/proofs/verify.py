@@ -38,6 +38,10 @@ of a part is one of the whole query); the retries then work on the undecided par
 hash stays that of the whole query: splitting is how it is solved, not what is proved.  The
 GEMM operand lemmas of transposed operands are the case in point: z3 gave up on the whole query
 in 150 s at five seeds, and proved its 18 parts in about a minute together.
+
+``retry_budget`` sets the wall-clock safety net of the parts and the retries apart from the
+first pass's (the prover's): a short first pass sorts out the few hard queries, and only they
+get the long clock.  The resource limits, which decide verdicts, are the same in every pass.
 """
 
 from __future__ import annotations
@@ -218,6 +222,7 @@ def _dag_hash(logic: str, assertions: list[tuple[Any, Any]]) -> str:
 def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCache | None = None,
                   smtlib_dir: str | Path | None = None, replay: bool = True, minimize: bool = True,
                   unroll_limit: int | None = None, retries: int = 0, split: bool = True,
+                  retry_budget: float | None = None,
                   progress: Callable[[int, int, VC], None] | None = None) -> KernelReport:
     """Verify one specialization (see the module docstring)."""
     from argus.spec.kernel import kernel_hash
@@ -253,7 +258,7 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
                                    "property": properties[digest]})
 
         answers = _solve(todo, prover, keep)
-        notes = _second_chances(todo, answers, prover, keep, retries=retries, split=split)
+        notes = _second_chances(todo, answers, prover, keep, retries=retries, split=split, budget=retry_budget)
         for vc in lemmas + others:
             result = _verdict(vc, prepared[vc.id], answers, cache, notes)
             if vc.property in LEMMAS:
@@ -315,13 +320,14 @@ def _prepare(vc: VC, smtlib_dir: str | Path | None, kernel: N.Kernel) -> tuple |
 
 def _solve(todo: dict[str, tuple], prover: Prover,
            on_answer: Callable[[str, Any], None] | None = None, *, fresh: bool = False,
-           seed: int = 0) -> dict[str, tuple]:
+           seed: int = 0, budget: float | None = None) -> dict[str, tuple]:
     """``{hash: (answer, seconds)}`` for the ``{hash: (query, guards)}`` to solve; with a
     prover that can ``fork``, on :data:`PARALLEL` provers at once (each query is answered
     the same whichever solves it: every check runs under its own resource limit).  ``fresh``:
     each query alone in a fork of ``prover`` (workers started for it and closed after it), with
-    the solvers' random seed ``seed``; a prover that cannot fork (in-process) checks them itself.  ``on_answer(hash, answer)`` is
-    called as each answer arrives."""
+    the solvers' random seed ``seed`` and wall-clock safety net ``budget`` (default: the
+    prover's); a prover that cannot fork (in-process) checks them itself.  ``on_answer(hash,
+    answer)`` is called as each answer arrives."""
     import queue
     import threading
 
@@ -344,7 +350,7 @@ def _solve(todo: dict[str, tuple], prover: Prover,
                 digest, (query, guards) = work.get_nowait()
             except queue.Empty:
                 return
-            checker = p if p is not None else fork(seed=seed)
+            checker = p if p is not None else fork(seed=seed) if budget is None else fork(seed=seed, wall_clock_s=budget)
             try:
                 t0 = time.perf_counter()
                 answer = checker.check(query, guards)
@@ -385,7 +391,8 @@ def _retryable(answer: Any) -> bool:
 
 
 def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: Prover,
-                    keep: Callable[[str, Any], None], *, retries: int, split: bool) -> dict[str, str]:
+                    keep: Callable[[str, Any], None], *, retries: int, split: bool,
+                    budget: float | None = None) -> dict[str, str]:
     """What follows a first pass that left queries undecided (every solver gave up), in
     ``answers`` in place; returns a note per query on how it was decided or what was tried.
 
@@ -394,7 +401,10 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
        ``prover`` at its seed; it is proved when every part is, refuted when one is (a part's
        model is one of the whole query).
     2. ``retries``: attempt ``k`` solves what is still undecided (the parts of a split query,
-       else the whole query) alone in a fork of ``prover`` with random seed ``k``."""
+       else the whole query) alone in a fork of ``prover`` with random seed ``k``.
+
+    ``budget``: the forks' wall-clock safety net (default: the prover's), so that a short first
+    pass can sort out the hard queries and only they get the long clock."""
     from argus.proofs.provers import split_query
 
     notes: dict[str, str] = {}
@@ -439,7 +449,7 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
         # each part alone in a fresh fork, at the prover's own seed: a warm worker's history
         # slows z3 down on them (parts that take seconds alone ran out of 120 s there)
         part_answers.update(_solve({k: v for group in parts.values() for k, v in group.items()}, prover,
-                                   fresh=True, seed=getattr(prover, "seed", 0)))
+                                   fresh=True, seed=getattr(prover, "seed", 0), budget=budget))
         for d in parts:
             combine(d)
     for seed in range(1, retries + 1):
@@ -453,7 +463,7 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
                 again[d] = todo[d]
         if not again:
             break
-        for key, (answer, seconds) in _solve(again, prover, fresh=True, seed=seed).items():
+        for key, (answer, seconds) in _solve(again, prover, fresh=True, seed=seed, budget=budget).items():
             if key in answers:
                 answers[key] = (answer, answers[key][1] + seconds)
                 attempts[key] += 1

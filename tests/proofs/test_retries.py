@@ -93,7 +93,11 @@ def test_a_fork_carries_its_seed_to_the_solver_workers():
             {"z3": {"random_seed": "3"}}, {"cvc5": {"seed": "3"}}]
         again, plain = fork.fork(), prover.fork()
         assert again.seed == 3 and plain.seed == 0
-        for p in (again, plain, fork):
+        # a fork's wall clock is the prover's unless given (the retries' own budget)
+        longer = prover.fork(wall_clock_s=prover.stages[0].portfolio.wall_clock_s * 3)
+        assert [s.portfolio.wall_clock_s / 3 for s in longer.stages] == [s.portfolio.wall_clock_s for s in plain.stages]
+        assert longer.seed == 0
+        for p in (again, plain, fork, longer):
             p.close()
         # the seeded workers start (the option names are the solvers' own) and prove
         race = PortfolioProver(("z3", "cvc5"), seed=5)

@@ -176,3 +176,42 @@ def test_an_undecided_part_is_retried_with_seeds(monkeypatch):
                    for r in report.results)
     finally:
         prover.close()
+
+
+def test_the_retry_budget_is_the_clock_of_the_parts_and_the_retries(monkeypatch):
+    """``retry_budget`` reaches every fork of the split pass and of the retries; without it the
+    forks keep the prover's clock."""
+    monkeypatch.setattr(verify, "MIN_PARALLEL_QUERIES", 10**9)
+    clocks = []
+
+    class Clocked(WholeGivesUp):
+        seed = 0
+
+        def fork(self, seed=None, wall_clock_s=None):
+            clocks.append((seed, wall_clock_s))
+            other = Clocked()
+            other.seed = seed
+            return other
+
+        def check(self, query, guards):
+            if not self.seed and "part 1/" in query.label:  # the split pass leaves part 1 to seed 1
+                return Unknown((SolverRun("z3", "unknown", "timeout", "", 1.0),))
+            return super().check(query, guards)
+
+    prover = Clocked()
+    try:
+        report = verify_kernel(TS.transpose.specialize(), prover=prover, replay=False, retries=1, retry_budget=321.0)
+        assert report.verdict == "proved"
+        assert {s for s, _ in clocks} == {0, 1} and {c for _, c in clocks} == {321.0}
+        clocks.clear()
+        assert verify_kernel(TS.transpose.specialize(), prover=prover, replay=False, retries=1).verdict == "proved"
+        assert clocks and {c for _, c in clocks} == {None}
+    finally:
+        prover.close()
+
+
+def test_the_cli_rejects_a_nonpositive_retry_budget(capsys):
+    from argus.cli import main
+
+    assert main(["verify", "--retry-budget", "0", "examples/vector_add.py"]) == 2
+    assert "--retry-budget 0.0: must be positive" in capsys.readouterr().err
