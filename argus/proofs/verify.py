@@ -169,8 +169,6 @@ _PATH_DIRS = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?[^\s:'\"()]*[/\\](?=[^/\\\s:'\
 
 def vc_hash(vc: VC, query: Any = None) -> str:
     """sha256 of the VC's SMT-LIB query (or of its reason, for a VC that could not be stated)."""
-    from argus.smt.smtlib import query_to_smtlib
-
     if vc.unknown is not None or vc.structural is not None:
         # no query: the claim is its property, place and (stable) statement
         where = f"{os.path.basename(vc.position.file)}:{vc.position.line}" if vc.position else ""
@@ -181,6 +179,13 @@ def vc_hash(vc: VC, query: Any = None) -> str:
         return hashlib.sha256(text.encode()).hexdigest()
     if query is None:
         query, _ = vc_query(vc.hypotheses, vc.goal)
+    return query_hash(query)
+
+
+def query_hash(query: Any) -> str:
+    """sha256 of a query's SMT-LIB text (of its term DAG, past :data:`TREE_HASH_LIMIT`)."""
+    from argus.smt.smtlib import query_to_smtlib
+
     assertions = list(query.all_assertions())
     if _tree_size([t for t, _ in assertions]) > TREE_HASH_LIMIT:
         return _dag_hash(query.logic, assertions)
@@ -258,7 +263,8 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
                                    "property": properties[digest]})
 
         answers = _solve(todo, prover, keep)
-        notes = _second_chances(todo, answers, prover, keep, retries=retries, split=split, budget=retry_budget)
+        notes = _second_chances(todo, answers, prover, keep, retries=retries, split=split, budget=retry_budget,
+                                cache=cache)
         for vc in lemmas + others:
             result = _verdict(vc, prepared[vc.id], answers, cache, notes)
             if vc.property in LEMMAS:
@@ -392,7 +398,7 @@ def _retryable(answer: Any) -> bool:
 
 def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: Prover,
                     keep: Callable[[str, Any], None], *, retries: int, split: bool,
-                    budget: float | None = None) -> dict[str, str]:
+                    budget: float | None = None, cache: VCCache | None = None) -> dict[str, str]:
     """What follows a first pass that left queries undecided (every solver gave up), in
     ``answers`` in place; returns a note per query on how it was decided or what was tried.
 
@@ -404,7 +410,9 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
        else the whole query) alone in a fork of ``prover`` with random seed ``k``.
 
     ``budget``: the forks' wall-clock safety net (default: the prover's), so that a short first
-    pass can sort out the hard queries and only they get the long clock."""
+    pass can sort out the hard queries and only they get the long clock.  ``cache``: a part
+    proved goes there under the hash of its own query (``part:<sha256>``), and a part found
+    there is not solved again, so a run stopped halfway through a split resumes where it was."""
     from argus.proofs.provers import split_query
 
     notes: dict[str, str] = {}
@@ -421,6 +429,17 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
             if len(pieces) > 1:
                 parts[d] = {f"{d}:{i}": (piece, guards) for i, piece in enumerate(pieces)}
     part_answers: dict[str, tuple] = {}
+    part_hashes = {k: "part:" + query_hash(piece) for group in parts.values() for k, (piece, _) in group.items()}
+    if cache is not None:
+        for k, h in part_hashes.items():
+            if (hit := cache.get(h)) is not None:
+                part_answers[k] = (Proved(hit.get("solver") or "cache", hit.get("resources")), 0.0)
+    cached = set(part_answers)
+
+    def keep_part(k: str, answer: Any) -> None:
+        if cache is not None and isinstance(answer, Proved):
+            cache.put(part_hashes[k], {"verdict": "proved", "solver": answer.solver, "resources": answer.resources,
+                                       "property": "part"})
     last_seed: dict[str, int] = {}  # a part retried: the seed of its last attempt
     attempts = dict.fromkeys(failed, 1)
 
@@ -432,6 +451,8 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
         seeds = sorted({last_seed[k] for k in parts[d] if k in last_seed})
         fresh = (f"; {sum(k in last_seed for k in parts[d])} part(s) again alone in fresh solver processes, "
                  f"random seeds 1-{seeds[-1]}") if seeds else ""
+        if (hits := sum(k in cached for k in parts[d])):
+            fresh += f"; {hits} part(s) proved before, from the cache"
         if refuted is not None:
             answers[d] = (refuted, seconds)
             notes[d] = f"refuted by one of {len(got)} parts{fresh}"
@@ -448,7 +469,8 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
     if parts:
         # each part alone in a fresh fork, at the prover's own seed: a warm worker's history
         # slows z3 down on them (parts that take seconds alone ran out of 120 s there)
-        part_answers.update(_solve({k: v for group in parts.values() for k, v in group.items()}, prover,
+        part_answers.update(_solve({k: v for group in parts.values() for k, v in group.items()
+                                    if k not in part_answers}, prover, keep_part,
                                    fresh=True, seed=getattr(prover, "seed", 0), budget=budget))
         for d in parts:
             combine(d)
@@ -472,6 +494,7 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
             else:
                 part_answers[key] = (answer, part_answers[key][1] + seconds)
                 last_seed[key] = seed
+                keep_part(key, answer)
         for d in parts:
             if any(k in again for k in parts[d]):
                 combine(d)

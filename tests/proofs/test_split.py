@@ -215,3 +215,46 @@ def test_the_cli_rejects_a_nonpositive_retry_budget(capsys):
 
     assert main(["verify", "--retry-budget", "0", "examples/vector_add.py"]) == 2
     assert "--retry-budget 0.0: must be positive" in capsys.readouterr().err
+
+
+def test_proved_parts_are_cached_and_a_stopped_split_resumes(monkeypatch, tmp_path):
+    """A part proved goes to the cache under its own query's hash: when one part of a VC stays
+    undecided, the next run solves only that part."""
+    from argus.proofs.record import VCCache
+
+    monkeypatch.setattr(verify, "MIN_PARALLEL_QUERIES", 10**9)
+    solved = []
+
+    class Stubborn(WholeGivesUp):
+        last_part_gives_up = True
+
+        def fork(self, seed=None, wall_clock_s=None):
+            return self
+
+        def close(self):
+            pass
+
+        def check(self, query, guards):
+            if "part" in query.label:
+                solved.append(query.label)
+                if self.last_part_gives_up and query.label.endswith(("part 2/2", "part 4/4")):
+                    return Unknown((SolverRun("z3", "unknown", "timeout", "", 1.0),))
+            return super().check(query, guards)
+
+    prover = Stubborn()
+    cache = VCCache(tmp_path)
+    kernel = TS.transpose.specialize()
+    try:
+        report = verify_kernel(kernel, prover=prover, replay=False, cache=cache)
+        assert report.verdict == "unknown"
+        first = list(solved)
+        stuck = [x for x in first if x.endswith(("part 2/2", "part 4/4"))]
+        assert stuck and len(first) > len(stuck)
+        solved.clear()
+        prover.last_part_gives_up = False
+        report = verify_kernel(kernel, prover=prover, replay=False, cache=VCCache(tmp_path))
+        assert report.verdict == "proved"
+        assert sorted(solved) == sorted(stuck)  # the other parts came from the cache
+        assert any("part(s) proved before, from the cache" in (r.reason or "") for r in report.results)
+    finally:
+        LocalProver.close(prover)
