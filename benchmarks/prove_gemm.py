@@ -62,16 +62,26 @@ def main() -> int:
     p.add_argument("--no-cache", action="store_true", help="solve every VC")
     p.add_argument("--retries", type=int, default=2,
                    help="attempts more for a VC z3 gave up on, each alone in a fresh z3 process")
+    p.add_argument("--lanes", type=int, default=verify.PARALLEL,
+                   help=f"z3 processes solving one specialization's queries at once (default {verify.PARALLEL})")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="specializations proved at once, each in a process of its own with --lanes z3 "
+                   "processes (a machine of many cores: --jobs 3 --lanes 5 on 16)")
     args = p.parse_args()
+    if args.lanes < 1 or args.jobs < 1:
+        p.error("--lanes and --jobs must be at least 1")
     keys = {key: (variant, consts) for key, variant, consts in _specializations()}
     chosen = args.only or [k for k in keys if k not in NOT_AUTOTUNED]
     unknown = [k for k in chosen if k not in keys]
     if unknown:
         p.error(f"unknown keys {unknown}; known: {sorted(keys)}")
-    prover = PortfolioProver(("z3",), rlimit=args.rlimit, wall_clock_s=args.budget)
-    verify.MIN_PARALLEL_QUERIES = 2  # these queries take seconds to minutes: a fork pays for itself
     print("| key | kernel | consts | verdict | VCs | proved | most z3 units of one VC | time |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|", flush=True)
+    if args.jobs > 1 and len(chosen) > 1:
+        return _in_parallel(chosen, args)
+    prover = PortfolioProver(("z3",), rlimit=args.rlimit, wall_clock_s=args.budget)
+    verify.PARALLEL = args.lanes
+    verify.MIN_PARALLEL_QUERIES = 2  # these queries take seconds to minutes: a fork pays for itself
     failed = 0
     try:
         for key in chosen:
@@ -95,6 +105,31 @@ def main() -> int:
     finally:
         prover.close()
     return 1 if failed else 0
+
+
+def _in_parallel(chosen: list[str], args: argparse.Namespace) -> int:
+    """Each key in a process of its own (this script with ``--only KEY``), ``args.jobs`` at once;
+    their rows are printed as they finish, their reports of what is not proved go to stderr.
+    They share the cache: each query proved by one is there for the others' next runs."""
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    common = ["--records", str(args.records), "--sms", str(args.sms), "--rlimit", str(args.rlimit),
+              "--budget", str(args.budget), "--cache", str(args.cache), "--retries", str(args.retries),
+              "--lanes", str(args.lanes)]
+    common += ["--retry-budget", str(args.retry_budget)] if args.retry_budget is not None else []
+    common += ["--no-cache"] if args.no_cache else []
+
+    def one(key: str) -> int:
+        done = subprocess.run([sys.executable, __file__, "--only", key, *common], capture_output=True, text=True)
+        rows = [line for line in done.stdout.splitlines() if line.startswith(f"| {key} |")]
+        print("\n".join(rows) or f"| {key} | (exit {done.returncode}, no row) |", flush=True)
+        print(done.stderr, end="", file=sys.stderr, flush=True)
+        return done.returncode
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        codes = list(pool.map(one, chosen))
+    return 1 if any(codes) else 0
 
 
 if __name__ == "__main__":
