@@ -259,8 +259,7 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
             # a query proved valid goes to the cache at once: a run stopped halfway resumes there
             # (the cache records validity; lemmas a VC relies on are judged on every run)
             if cache is not None and isinstance(answer, Proved):
-                cache.put(digest, {"verdict": "proved", "solver": answer.solver, "resources": answer.resources,
-                                   "property": properties[digest]})
+                cache.put(digest, _cache_entry(answer, properties[digest]))
 
         answers = _solve(todo, prover, keep)
         notes = _second_chances(todo, answers, prover, keep, retries=retries, split=split, budget=retry_budget,
@@ -429,8 +428,9 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
             if len(pieces) > 1:
                 parts[d] = {f"{d}:{i}": (piece, guards) for i, piece in enumerate(pieces)}
     part_answers: dict[str, tuple] = {}
-    part_hashes = {k: "part:" + query_hash(piece) for group in parts.values() for k, (piece, _) in group.items()}
+    part_hashes: dict[str, str] = {}  # hashed only where there is a cache to look in
     if cache is not None:
+        part_hashes = {k: "part:" + query_hash(piece) for group in parts.values() for k, (piece, _) in group.items()}
         for k, h in part_hashes.items():
             if (hit := cache.get(h)) is not None:
                 part_answers[k] = (Proved(hit.get("solver") or "cache", hit.get("resources")), 0.0)
@@ -438,8 +438,7 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
 
     def keep_part(k: str, answer: Any) -> None:
         if cache is not None and isinstance(answer, Proved):
-            cache.put(part_hashes[k], {"verdict": "proved", "solver": answer.solver, "resources": answer.resources,
-                                       "property": "part"})
+            cache.put(part_hashes[k], _cache_entry(answer, "part"))
     last_seed: dict[str, int] = {}  # a part retried: the seed of its last attempt
     attempts = dict.fromkeys(failed, 1)
 
@@ -507,6 +506,11 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
                 notes[d] = (f"also in fresh solver processes, {tries} attempts"
                             + (f", random seeds 0-{tries - 1}" if seeded else ""))
     return notes
+
+
+def _cache_entry(answer: Proved, prop: str) -> dict[str, Any]:
+    """What the cache keeps of a proved query (or part of one)."""
+    return {"verdict": "proved", "solver": answer.solver, "resources": answer.resources, "property": prop}
 
 
 def _discharge(vc: VC, prover: Prover, cache: VCCache | None, smtlib_dir: str | Path | None,
