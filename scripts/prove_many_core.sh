@@ -8,6 +8,8 @@
 # Runs benchmarks/prove_gemm.py on KEY... for at most SECONDS under `timeout`, which stops the
 # whole process group (jobs, lanes, z3 children) and nothing else; then packs the grown cache
 # and any proof records into OUT (vcc.tar.xz, rec.tar.xz) with the log.
+# Environment: JOBS (6), LANES (2), BUDGET (60), RETRY_BUDGET (300), RETRIES (2), passed on
+# as prove_gemm.py's --jobs, --lanes, --budget, --retry-budget, --retries.
 set -u
 secs=$1; out=$2; shift 2
 jobs=${JOBS:-6}; lanes=${LANES:-2}
