@@ -62,6 +62,9 @@ def main() -> int:
     p.add_argument("--no-cache", action="store_true", help="solve every VC")
     p.add_argument("--retries", type=int, default=2,
                    help="attempts more for a VC z3 gave up on, each alone in a fresh z3 process")
+    p.add_argument("--no-race", action="store_true",
+                   help="retries one seed per open query at a time (default: lanes that few open queries would "
+                   "leave idle race further seeds of them)")
     p.add_argument("--lanes", type=int, default=verify.PARALLEL,
                    help=f"z3 processes solving one specialization's queries at once (default {verify.PARALLEL})")
     p.add_argument("--jobs", type=int, default=1,
@@ -89,7 +92,7 @@ def main() -> int:
             kernel = _kernel(variant).specialize(**consts, SMS=args.sms)
             start = time.perf_counter()
             report = verify_kernel(kernel, prover=prover, replay=False, retries=args.retries,
-                                   retry_budget=args.retry_budget,
+                                   retry_budget=args.retry_budget, race=not args.no_race,
                                    cache=None if args.no_cache else VCCache(args.cache))
             seconds = time.perf_counter() - start
             proved = sum(r.verdict == "proved" for r in report.results)
@@ -119,6 +122,7 @@ def _in_parallel(chosen: list[str], args: argparse.Namespace) -> int:
               "--lanes", str(args.lanes)]
     common += ["--retry-budget", str(args.retry_budget)] if args.retry_budget is not None else []
     common += ["--no-cache"] if args.no_cache else []
+    common += ["--no-race"] if args.no_race else []
 
     def one(key: str) -> int:
         done = subprocess.run([sys.executable, __file__, "--only", key, *common], capture_output=True, text=True)

@@ -41,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retries", type=int, default=1, metavar="N",
                         help="check a query the solvers gave up on again, up to N times, each time alone in "
                         "freshly started solver processes under the same limits (default 1; 0: never)")
+    parser.add_argument("--race", action="store_true",
+                        help="retries: where fewer queries are open than solver lanes, race several random "
+                        "seeds of each at once (the first to decide one wins)")
     parser.add_argument("--retry-budget", type=float, default=None, metavar="S",
                         help="wall-clock safety net of the split parts and the retries (default: --budget): "
                         "a short --budget sorts out the hard queries, and only they get this clock")
@@ -201,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
             ir = k.specialize(**mine)
             report = verify_kernel(ir, prover=prover, cache=cache, smtlib_dir=args.smtlib,
                                    replay=not args.no_replay, retries=args.retries, split=not args.no_split,
-                                   retry_budget=args.retry_budget, progress=None if args.json else _progress(sys.stderr))
+                                   retry_budget=args.retry_budget, race=args.race, progress=None if args.json else _progress(sys.stderr))
             reports.append(report)
             if args.records:
                 report.record.save(record_path(args.records, ir))

@@ -28,7 +28,9 @@ checked again, up to ``n`` times, alone in a prover of freshly started workers (
 the one history that any machine can reproduce.  Attempt ``k`` (``k`` = 1 .. n) runs the
 solvers with random seed ``k``: their run time on the hard nonlinear lemmas is heavy-tailed in
 the seed (:func:`argus.proofs.provers.seed_options`), and an unchanged seed would only repeat
-the search that ran out.
+the search that ran out.  With ``race=True``, lanes that fewer open queries than
+:data:`PARALLEL` would leave idle run the next seeds of the same queries at once, and the first
+seed that decides a query cancels the ones of its seeds not yet started.
 
 Splitting.  Before the retries (``split=True``, the default; ``argus verify --no-split`` turns
 it off), a query every solver gave up on is split into parts whose conjunction is equivalent to
@@ -227,7 +229,7 @@ def _dag_hash(logic: str, assertions: list[tuple[Any, Any]]) -> str:
 def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCache | None = None,
                   smtlib_dir: str | Path | None = None, replay: bool = True, minimize: bool = True,
                   unroll_limit: int | None = None, retries: int = 0, split: bool = True,
-                  retry_budget: float | None = None,
+                  retry_budget: float | None = None, race: bool = False,
                   progress: Callable[[int, int, VC], None] | None = None) -> KernelReport:
     """Verify one specialization (see the module docstring)."""
     from argus.spec.kernel import kernel_hash
@@ -263,7 +265,7 @@ def verify_kernel(kernel: N.Kernel, *, prover: Prover | None = None, cache: VCCa
 
         answers = _solve(todo, prover, keep)
         notes = _second_chances(todo, answers, prover, keep, retries=retries, split=split, budget=retry_budget,
-                                cache=cache)
+                                cache=cache, race=race)
         for vc in lemmas + others:
             result = _verdict(vc, prepared[vc.id], answers, cache, notes)
             if vc.property in LEMMAS:
@@ -323,16 +325,20 @@ def _prepare(vc: VC, smtlib_dir: str | Path | None, kernel: N.Kernel) -> tuple |
     return query, guards, digest
 
 
-def _solve(todo: dict[str, tuple], prover: Prover,
-           on_answer: Callable[[str, Any], None] | None = None, *, fresh: bool = False,
-           seed: int = 0, budget: float | None = None) -> dict[str, tuple]:
+def _solve(todo: dict[Any, tuple], prover: Prover,
+           on_answer: Callable[[Any, Any], None] | None = None, *, fresh: bool = False,
+           seed: int = 0, budget: float | None = None, seeds: dict[Any, int] | None = None,
+           race: Callable[[Any], Any] | None = None) -> dict[Any, tuple]:
     """``{hash: (answer, seconds)}`` for the ``{hash: (query, guards)}`` to solve; with a
     prover that can ``fork``, on :data:`PARALLEL` provers at once (each query is answered
     the same whichever solves it: every check runs under its own resource limit).  ``fresh``:
     each query alone in a fork of ``prover`` (workers started for it and closed after it), with
     the solvers' random seed ``seed`` and wall-clock safety net ``budget`` (default: the
     prover's); a prover that cannot fork (in-process) checks them itself.  ``on_answer(hash,
-    answer)`` is called as each answer arrives."""
+    answer)`` is called as each answer arrives.  ``seeds``: a key's own seed in place of
+    ``seed``.  ``race(key)``: the race a key runs in (``fresh`` only): the first proof or
+    refutation in a race stops the race's other checks (their forks closed) and its keys not yet
+    started; those keys get no answer."""
     import queue
     import threading
 
@@ -348,6 +354,10 @@ def _solve(todo: dict[str, tuple], prover: Prover,
     for item in todo.items():
         work.put(item)
     errors: list[BaseException] = []
+    lock = threading.Lock()
+    won: set[Any] = set()  # races decided
+    running: dict[Any, Prover] = {}  # key -> its fork, while it checks
+    stopped: set[Any] = set()  # keys whose check a decided race stopped
 
     def run(p: Prover | None) -> None:
         while not errors:
@@ -355,11 +365,29 @@ def _solve(todo: dict[str, tuple], prover: Prover,
                 digest, (query, guards) = work.get_nowait()
             except queue.Empty:
                 return
-            checker = p if p is not None else fork(seed=seed) if budget is None else fork(seed=seed, wall_clock_s=budget)
+            own = seed if seeds is None else seeds.get(digest, seed)
+            if race is not None and race(digest) in won:
+                continue
+            checker = p if p is not None else fork(seed=own) if budget is None else fork(seed=own, wall_clock_s=budget)
             try:
+                with lock:
+                    if race is not None and race(digest) in won:
+                        continue
+                    running[digest] = checker
                 t0 = time.perf_counter()
                 answer = checker.check(query, guards)
-                out[digest] = (answer, time.perf_counter() - t0)
+                rivals = []
+                with lock:
+                    running.pop(digest, None)
+                    if digest in stopped:
+                        continue
+                    out[digest] = (answer, time.perf_counter() - t0)
+                    if race is not None and p is None and isinstance(answer, (Proved, Refuted)):
+                        won.add(race(digest))
+                        rivals = [(k, c) for k, c in running.items() if race(k) == race(digest)]
+                        stopped.update(k for k, _ in rivals)
+                for _, rival in rivals:
+                    rival.close()  # its check returns at once: its workers are stopped
                 if on_answer is not None:
                     on_answer(digest, answer)
             except BaseException as err:  # re-raised in the calling thread
@@ -397,7 +425,8 @@ def _retryable(answer: Any) -> bool:
 
 def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: Prover,
                     keep: Callable[[str, Any], None], *, retries: int, split: bool,
-                    budget: float | None = None, cache: VCCache | None = None) -> dict[str, str]:
+                    budget: float | None = None, cache: VCCache | None = None,
+                    race: bool = False) -> dict[str, str]:
     """What follows a first pass that left queries undecided (every solver gave up), in
     ``answers`` in place; returns a note per query on how it was decided or what was tried.
 
@@ -406,7 +435,12 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
        ``prover`` at its seed; it is proved when every part is, refuted when one is (a part's
        model is one of the whole query).
     2. ``retries``: attempt ``k`` solves what is still undecided (the parts of a split query,
-       else the whole query) alone in a fork of ``prover`` with random seed ``k``.
+       else the whole query) alone in a fork of ``prover`` with random seed ``k``.  ``race``:
+       when fewer queries are left than :data:`PARALLEL` lanes, each runs several seeds at once
+       (``k``, ``k + 1``, ...: the lanes shared out among them), and the first seed that decides
+       it ends its race.  z3's time on these queries is heavy-tailed in the seed (one part
+       proved in 28 s at one seed, its siblings ran past 180 s), so a few hard parts on a
+       machine of many cores finish in the time of their luckiest seed.
 
     ``budget``: the forks' wall-clock safety net (default: the prover's), so that a short first
     pass can sort out the hard queries and only they get the long clock.  ``cache``: a part
@@ -473,7 +507,9 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
                                    fresh=True, seed=getattr(prover, "seed", 0), budget=budget))
         for d in parts:
             combine(d)
-    for seed in range(1, retries + 1):
+    tried: dict[str, int] = {}  # seeds 1..retries tried so far, per query or part
+    won_with: dict[str, int] = {}  # the seed of the attempt that decided a query
+    while True:
         again: dict[str, tuple] = {}
         for d in failed:
             if not _retryable(answers[d][0]):
@@ -482,17 +518,34 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
                 again.update({k: v for k, v in parts[d].items() if _retryable(part_answers[k][0])})
             else:
                 again[d] = todo[d]
+        again = {k: v for k, v in again.items() if tried.get(k, 0) < retries}
         if not again:
             break
-        for key, (answer, seconds) in _solve(again, prover, fresh=True, seed=seed, budget=budget).items():
+        # one seed each per round; racing, the lanes a round leaves idle run more seeds of the
+        # same queries at once, and the first that decides one spares the rest of its seeds
+        width = max(1, PARALLEL // len(again)) if race else 1
+        tasks: dict[tuple[str, int], tuple] = {}
+        for key, item in again.items():
+            first_seed = tried.get(key, 0) + 1
+            tried[key] = min(first_seed + width - 1, retries)
+            tasks.update({(key, s): item for s in range(first_seed, tried[key] + 1)})
+        got = _solve(tasks, prover, fresh=True, budget=budget, seeds={t: t[1] for t in tasks},
+                     race=lambda task: task[0])
+        for key in again:
+            runs = sorted((s, got[(key, s)]) for s in range(1, retries + 1) if (key, s) in got)
+            if not runs:
+                continue
+            win = next(((s, r) for s, r in runs if isinstance(r[0], (Proved, Refuted))), runs[-1])
+            answer, seconds = win[1][0], sum(r[1] for _, r in runs)
             if key in answers:
                 answers[key] = (answer, answers[key][1] + seconds)
-                attempts[key] += 1
+                attempts[key] += len(runs)
+                won_with[key] = win[0]
                 if isinstance(answer, Proved):
                     keep(key, answer)
             else:
                 part_answers[key] = (answer, part_answers[key][1] + seconds)
-                last_seed[key] = seed
+                last_seed[key] = runs[-1][0]
                 keep_part(key, answer)
         for d in parts:
             if any(k in again for k in parts[d]):
@@ -501,7 +554,7 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
         if tries > 1:
             if isinstance(answers[d][0], Proved):
                 notes[d] = (f"proved at attempt {tries}, alone in fresh solver processes"
-                            + (f" with random seed {tries - 1}" if seeded else ""))
+                            + (f" with random seed {won_with.get(d, tries - 1)}" if seeded else ""))
             else:
                 notes[d] = (f"also in fresh solver processes, {tries} attempts"
                             + (f", random seeds 0-{tries - 1}" if seeded else ""))

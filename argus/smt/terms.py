@@ -1590,7 +1590,30 @@ def definedness(term: Term) -> list[Term]:
                 stack.extend(reversed(pending))
             case _:
                 stack.extend((a, cond) for a in reversed(t.args) if bearing[a])
-    return list(out)
+    return _weakest_premises(list(out))
+
+
+def _weakest_premises(guards: list[Term]) -> list[Term]:
+    """``guards`` less every ``P => g`` that another guard ``Q => g`` (or ``g`` itself) implies
+    because ``Q``'s conjuncts are some of ``P``'s: an equivalent conjunction, kept in order.
+
+    A guard reached under the first of many hypotheses is reached again under each longer
+    prefix of them (``h0 => g``, ``h0 ∧ h1 => g``, ...); the walk emits them all, and a
+    solver pays for every copy.  On the operand lemmas of a GEMM's MN-major layouts this cuts
+    thousands of guards to tens."""
+    by_conclusion: dict[Term, list[tuple[int, frozenset[Term]]]] = {}
+    for i, g in enumerate(guards):
+        premise, conclusion = (g.args[0], g.args[1]) if g.op == "=>" else (TRUE, g)
+        conjuncts = frozenset() if premise is TRUE else frozenset(premise.args if premise.op == "and" else (premise,))
+        by_conclusion.setdefault(conclusion, []).append((i, conjuncts))
+    keep: set[int] = set()
+    for group in by_conclusion.values():
+        weakest: list[frozenset[Term]] = []
+        for i, conjuncts in sorted(group, key=lambda item: len(item[1])):
+            if not any(w <= conjuncts for w in weakest):
+                weakest.append(conjuncts)
+                keep.add(i)
+    return [g for i, g in enumerate(guards) if i in keep]
 
 
 def domain_constraints(*roots: Term) -> list[Term]:

@@ -3,6 +3,7 @@
 of a solver's process is found again where any machine can reproduce it."""
 
 import transpose_swizzled as TS
+import vector_add as VA
 
 import argus.proofs.verify as verify
 from argus.proofs import LocalProver, verify_kernel
@@ -153,3 +154,69 @@ def test_the_cli_passes_retries_and_rejects_a_negative_count(capsys):
     (kernel,) = json.loads(capsys.readouterr().out)["kernels"]
     reasons = [v["reason"] for v in kernel["vcs"] if v["verdict"] == "unknown" and "gave up" in v["reason"]]
     assert reasons and all("2 attempts" in r or ("split into" in r and "random seeds 1-1" in r) for r in reasons)
+
+
+class Lucky:
+    """A prover whose long-lived process gives up on every query and whose forks prove only at
+    random seed ``lucky``; at any other seed a fork's check holds on until the fork is closed
+    (a solver searching past its luckiest rival) and then reports its workers killed."""
+
+    name = "z3"
+
+    def __init__(self, lucky, log=None, seed=None):
+        import threading
+
+        self.lucky, self.seed = lucky, seed
+        self.log = log if log is not None else {"seeds": [], "stopped": [], "closes": 0}
+        self.closed = threading.Event()
+        self.inner = LocalProver("z3")
+
+    def fork(self, seed=None):
+        return Lucky(self.lucky, self.log, seed=seed)
+
+    def check(self, query, guards):
+        if self.seed is None:
+            return Unknown((SolverRun("z3", "unknown", "resource_limit", "", 0.5, 10),))
+        self.log["seeds"].append(self.seed)
+        if self.seed == self.lucky:
+            return self.inner.check(query, guards)
+        if not self.closed.wait(20):
+            return Unknown((SolverRun("z3", "unknown", "resource_limit", "", 20.0, 10),))
+        self.log["stopped"].append(self.seed)
+        return Unknown((SolverRun("z3", "unknown", "crash", "worker killed by SIGKILL", 0.1),))
+
+    def versions(self):
+        return self.inner.versions()
+
+    def close(self):
+        self.log["closes"] += 1
+        self.closed.set()
+
+
+def test_racing_seeds_proves_at_the_lucky_seed_and_stops_its_rivals(monkeypatch):
+    import time
+
+    monkeypatch.setattr(verify, "MIN_PARALLEL_QUERIES", 10**9)
+    monkeypatch.setattr(verify, "PARALLEL", 64)  # lanes enough for every query's four seeds at once
+    prover = Lucky(lucky=3)
+    start = time.perf_counter()
+    report = verify_kernel(VA.vector_add.specialize(), prover=prover, retries=4, replay=False, split=False, race=True)
+    assert time.perf_counter() - start < 15  # the rivals were stopped, not waited for (20 s each)
+    assert report.verdict == "proved"
+    solved = [r for r in report.results if r.solver != "structural"]
+    distinct = len({r.hash for r in solved})
+    assert 1 <= distinct <= 16
+    # every seed 1-4 of every query started in the one round; seed 3 won, the others were stopped
+    assert sorted(prover.log["seeds"]) == sorted([1, 2, 3, 4] * distinct)
+    assert sorted(prover.log["stopped"]) == sorted([1, 2, 4] * distinct)
+    assert all("proved at attempt 2" in r.reason and "random seed 3" in r.reason for r in solved if r.reason)
+
+
+def test_without_racing_the_seeds_run_one_round_each(monkeypatch):
+    monkeypatch.setattr(verify, "MIN_PARALLEL_QUERIES", 10**9)
+    monkeypatch.setattr(verify, "PARALLEL", 64)
+    prover = Lucky(lucky=1)
+    report = verify_kernel(VA.vector_add.specialize(), prover=prover, retries=4, replay=False, split=False)
+    assert report.verdict == "proved"
+    distinct = len({r.hash for r in report.results if r.solver != "structural"})
+    assert prover.log["seeds"] == [1] * distinct and prover.log["stopped"] == []

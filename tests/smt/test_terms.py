@@ -204,6 +204,24 @@ def test_definedness_follows_branches_and_short_circuits():
     assert evaluate(disj, {"x": 1, "y": 0}) is True
 
 
+def test_definedness_keeps_only_the_weakest_premise_of_each_guard():
+    """A division shared by every conjunct of a hypothesis is reached under each prefix of it
+    (``h0 => y != 0``, ``h0 ∧ h1 => y != 0``, ...): only the shortest premise stays, the
+    longer ones being implied, and the guards still mean exactly what the full list meant."""
+    z = T.int_var("z", -8, 8)
+    h = [T.gt(x.div(y) + i, z) for i in range(6)]  # each conjunct divides by y
+    full = T.implies(T.and_(*h), T.gt(z.div(y + 1), 0))
+    guards = T.definedness(full)
+    assert guards == [T.ne(y, 0), T.implies(T.and_(*h), T.ne(y + 1, 0))]
+    # unrelated premises are both kept: neither implies the other
+    branches = T.ite(T.gt(z, 0), x.div(y), T.ite(T.lt(x, 0), z.div(y), 0))
+    assert len(T.definedness(branches)) == 2
+    for env in itertools.product(SMALL, repeat=3):
+        values = dict(zip("xyz", env))
+        assert satisfies(T.definedness(branches), values) == (
+            values["y"] != 0 or not (values["z"] > 0 or values["x"] < 0))
+
+
 def test_definedness_does_not_walk_the_paths_of_guard_free_subterms(monkeypatch):
     """A DAG of nested ites reaches its shared leaves by 2^40 paths; only the subterms below a
     division or a bitwise operator are walked with their path conditions, so a guard-free DAG
