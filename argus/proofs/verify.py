@@ -30,7 +30,7 @@ solvers with random seed ``k``: their run time on the hard nonlinear lemmas is h
 the seed (:func:`argus.proofs.provers.seed_options`), and an unchanged seed would only repeat
 the search that ran out.  With ``race=True``, lanes that fewer open queries than
 :data:`PARALLEL` would leave idle run the next seeds of the same queries at once, and the first
-seed that decides a query cancels the ones of its seeds not yet started.
+seed that decides a query stops its other seeds (those running have their workers killed).
 
 Splitting.  Before the retries (``split=True``, the default; ``argus verify --no-split`` turns
 it off), a query every solver gave up on is split into parts whose conjunction is equivalent to
