@@ -194,19 +194,16 @@ class Lucky:
 
 
 def test_racing_seeds_proves_at_the_lucky_seed_and_stops_its_rivals(monkeypatch):
-    import time
-
     monkeypatch.setattr(verify, "MIN_PARALLEL_QUERIES", 10**9)
     monkeypatch.setattr(verify, "PARALLEL", 64)  # lanes enough for every query's four seeds at once
     prover = Lucky(lucky=3)
-    start = time.perf_counter()
     report = verify_kernel(VA.vector_add.specialize(), prover=prover, retries=4, replay=False, split=False, race=True)
-    assert time.perf_counter() - start < 15  # the rivals were stopped, not waited for (20 s each)
     assert report.verdict == "proved"
     solved = [r for r in report.results if r.solver != "structural"]
     distinct = len({r.hash for r in solved})
     assert 1 <= distinct <= 16
-    # every seed 1-4 of every query started in the one round; seed 3 won, the others were stopped
+    # every seed 1-4 of every query started in the one round; seed 3 won, and the others were
+    # stopped by it (a rival left to run out would answer after 20 s, without being stopped)
     assert sorted(prover.log["seeds"]) == sorted([1, 2, 3, 4] * distinct)
     assert sorted(prover.log["stopped"]) == sorted([1, 2, 4] * distinct)
     assert all("proved at attempt 2" in r.reason and "random seed 3" in r.reason for r in solved if r.reason)
