@@ -116,6 +116,65 @@ def split_query(query: Query, guards: tuple[T.Term, ...], limit: int = SPLIT_LIM
             for i, piece in enumerate(pieces)]
 
 
+#: most cubes :func:`cube_query` makes of one query, and the most values one case may take
+CUBE_LIMIT = 16
+CUBE_VALUES = 4
+
+
+def ring_offsets(query: Query) -> list[tuple[T.Term, int, int]]:
+    """The case splits :func:`cube_query` makes: ``(q, lo, hi)`` for each quotient ``q =
+    e div C`` (``C`` a constant) that is a summand of a ring position ``(... + q + ...) mod
+    S`` in ``query`` and takes at most :data:`CUBE_VALUES` values ``lo..hi`` within the
+    bounds of its variables, in the order the query first mentions them.
+
+    Such a quotient is the stage offset of a staged buffer's address: which ring stage, seen
+    from one TMA box's base, holds the element read (the element lies in this iteration's
+    stage or in the one before, as seen from a box that does not hold it).  A solver that is
+    not told its value explores the delivered iteration of every box at once; each value
+    alone leaves one box that holds the element and folds the others' addresses away."""
+    out: dict[T.Term, tuple[int, int]] = {}
+    for term, _ in query.assertions:
+        for s in T.subterms(term):
+            if s.op != "mod" or s.args[1].op != "const":
+                continue
+            arg = s.args[0]
+            for q in (arg.args if arg.op == "+" else (arg,)):
+                if q.op != "div" or q.args[1].op != "const" or q in out:
+                    continue
+                lo, hi = T.interval(q)
+                if lo is not None and hi is not None and 1 <= hi - lo < CUBE_VALUES:
+                    out[q] = (lo, hi)
+    return [(q, lo, hi) for q, (lo, hi) in out.items()]
+
+
+def cube_query(query: Query, limit: int = CUBE_LIMIT) -> list[Query]:
+    """``query`` as cubes whose disjunction is equivalent to it: one per combination of the
+    values of its ring offsets (:func:`ring_offsets`, as many as fit in ``limit`` cubes),
+    each cube the query with ``q = v`` asserted for each offset.  The values ``lo..hi`` of an
+    offset are its interval under the variables' bounds, which every query asserts, so the
+    cubes cover every model: the query is unsat exactly when every cube is, and a cube's
+    model is one of the query.  ``[query]`` where there is nothing to split on."""
+    import itertools
+
+    chosen: list[tuple[T.Term, int, int]] = []
+    size = 1
+    for q, lo, hi in ring_offsets(query):
+        if size * (hi - lo + 1) > limit:
+            continue
+        chosen.append((q, lo, hi))
+        size *= hi - lo + 1
+    if not chosen:
+        return [query]
+    named = [(n, t) for t, n in query.assertions if n is not None]
+    unnamed = [t for t, n in query.assertions if n is None]
+    cubes = []
+    for i, values in enumerate(itertools.product(*(range(lo, hi + 1) for _, lo, hi in chosen))):
+        case = [T.eq(q, v) for (q, _, _), v in zip(chosen, values)]
+        cubes.append(Query.of(*unnamed, *case, named=named, logic=query.logic,
+                              label=f"{query.label} case {i + 1}/{size}".strip()))
+    return cubes
+
+
 _BITWISE = frozenset({"int_xor", "int_and", "int_or"})
 
 

@@ -433,7 +433,9 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
     1. ``split``: a query is split into parts (:func:`argus.proofs.provers.split_query`: the
        goal's conjuncts, the definedness guards by divisor), each solved alone in a fork of
        ``prover`` at its seed; it is proved when every part is, refuted when one is (a part's
-       model is one of the whole query).
+       model is one of the whole query).  A part left undecided is split again into cases on
+       the values of its ring offsets (:func:`argus.proofs.provers.cube_query`: which stage,
+       seen from each TMA box, holds the element read), each solved alone the same way.
     2. ``retries``: attempt ``k`` solves what is still undecided (the parts of a split query,
        else the whole query) alone in a fork of ``prover`` with random seed ``k``.  ``race``:
        when fewer queries are left than :data:`PARALLEL` lanes, each runs several seeds at once
@@ -446,7 +448,7 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
     pass can sort out the hard queries and only they get the long clock.  ``cache``: a part
     proved goes there under the hash of its own query (``part:<sha256>``), and a part found
     there is not solved again, so a run stopped halfway through a split resumes where it was."""
-    from argus.proofs.provers import split_query
+    from argus.proofs.provers import cube_query, split_query
 
     notes: dict[str, str] = {}
     failed = [d for d, (a, _) in answers.items() if _retryable(a)]
@@ -504,6 +506,27 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
         # slows z3 down on them (parts that take seconds alone ran out of 120 s there)
         part_answers.update(_solve({k: v for group in parts.values() for k, v in group.items()
                                     if k not in part_answers}, prover, keep_part,
+                                   fresh=True, seed=getattr(prover, "seed", 0), budget=budget))
+        # a part still undecided is split once more, into cases on its ring offsets
+        # (:func:`argus.proofs.provers.cube_query`); the retries then work on the cases
+        cases: dict[str, tuple] = {}
+        for d, group in parts.items():
+            for k in [k for k in group if _retryable(part_answers[k][0])]:
+                piece, guards = group[k]
+                cubes = cube_query(piece)
+                if len(cubes) < 2:
+                    continue
+                first[d] += part_answers.pop(k)[1]
+                del group[k]
+                for j, cube in enumerate(cubes):
+                    key = f"{k}/{j}"
+                    group[key] = cases[key] = (cube, guards)
+                    if cache is not None:
+                        part_hashes[key] = "part:" + query_hash(cube)
+                        if (hit := cache.get(part_hashes[key])) is not None:
+                            part_answers[key] = (Proved(hit.get("solver") or "cache", hit.get("resources")), 0.0)
+                            cached.add(key)
+        part_answers.update(_solve({k: v for k, v in cases.items() if k not in part_answers}, prover, keep_part,
                                    fresh=True, seed=getattr(prover, "seed", 0), budget=budget))
         for d in parts:
             combine(d)

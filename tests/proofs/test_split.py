@@ -258,3 +258,121 @@ def test_proved_parts_are_cached_and_a_stopped_split_resumes(monkeypatch, tmp_pa
         assert any("part(s) proved before, from the cache" in (r.reason or "") for r in report.results)
     finally:
         LocalProver.close(prover)
+
+
+# --------------------------------------------------------------------------- cases on ring offsets
+
+
+def _ring_vc(goal_of):
+    """A staged read's shape: stage ``P`` of the element a thread reads, as seen from one TMA
+    box's base, is ``(k + (4096·(t div 128) + t mod 64 + 4096) div 8192) mod 6``, whose
+    quotient is ``t div 128`` (0 or 1 for 256 threads)."""
+    t, k, p = T.int_var("t", 0, 255), T.int_var("k", 0, 1000), T.int_var("P", 0, 5)
+    offset = T.div(T.add(T.mul(4096, T.div(t, 128)), T.mod(t, 64), 4096), 8192)
+    hyps = [("stage", T.eq(p, T.mod(T.add(k, offset), 6)))]
+    return vc_query(hyps, goal_of(t, k, p)), offset
+
+
+def test_ring_offsets_are_the_small_quotients_inside_a_ring_position():
+    from argus.proofs.provers import ring_offsets
+
+    (query, _), offset = _ring_vc(lambda t, k, p: T.le(p, 5))
+    assert ring_offsets(query) == [(offset, 0, 1)]
+    # a quotient of many values, or one that is not a summand of a position modulo a constant,
+    # is no case split
+    t, k = T.int_var("t", 0, 255), T.int_var("k", 0, 1000)
+    wide, _ = vc_query([("h", T.eq(T.mod(T.add(k, T.div(t, 16)), 6), 1))], T.ge(k, 0))
+    bare, _ = vc_query([("h", T.eq(T.add(k, T.div(t, 128)), 1))], T.ge(k, 0))
+    assert ring_offsets(wide) == [] and ring_offsets(bare) == []
+
+
+def test_cases_cover_every_model_and_stay_within_the_limit():
+    from argus.proofs.provers import cube_query
+
+    (query, _), _ = _ring_vc(lambda t, k, p: T.le(p, 5))
+    cubes = cube_query(query)
+    assert len(cubes) == 2 and [c.label for c in cubes] == ["case 1/2", "case 2/2"]
+    cases = [[a for a in c.assertions if a not in query.assertions] for c in cubes]
+    assert all(len(x) == 1 and x[0][1] is None for x in cases)
+    for t in range(256):  # every thread lies in exactly one case
+        holds = [evaluate(x[0][0], {T.int_var("t", 0, 255): t}) for x in cases]
+        assert holds.count(True) == 1
+    # four offsets of two values each: 16 cases; a limit of 5 keeps two of them (4 cases)
+    t, k = T.int_var("t", 0, 255), T.int_var("k", 0, 1000)
+    offs = [T.div(T.add(T.mul(4096, T.div(t, 128)), T.mod(t, 64), 4096 + 8 * i), 8192) for i in range(4)]
+    many, _ = vc_query([(f"h{i}", T.eq(T.mod(T.add(k, o), 6), i)) for i, o in enumerate(offs)], T.ge(k, 0))
+    assert len(cube_query(many)) == 16 and len(cube_query(many, limit=5)) == 4
+    plain, _ = vc_query([("h", T.ge(k, 1))], T.ge(k, 0))
+    assert cube_query(plain) == [plain]
+
+
+def test_the_cases_prove_what_holds_and_refute_what_does_not():
+    from argus.proofs.provers import cube_query
+
+    prover = LocalProver("z3")
+    try:
+        (query, guards), _ = _ring_vc(lambda t, k, p: T.eq(p, T.mod(T.add(k, T.div(t, 128)), 6)))
+        assert all(isinstance(prover.check(c, guards), Proved) for c in cube_query(query))
+        (wrong, guards), _ = _ring_vc(lambda t, k, p: T.eq(p, T.mod(k, 6)))  # false for t >= 128
+        answers = [prover.check(c, guards) for c in cube_query(wrong)]
+        assert isinstance(answers[0], Proved) and isinstance(answers[1], Refuted)
+        model = dict(answers[1].model)
+        assert all(evaluate(t, model) is True for t, _ in wrong.assertions)  # a model of the whole query
+    finally:
+        prover.close()
+
+
+class CasesOnly(LocalProver):
+    """z3 that gives up on every query but a case of a part (the shape of the GEMM operand
+    lemmas' goal parts: z3 ran out on the part at most seeds and proves each case in seconds)."""
+
+    seed = 0
+
+    def __init__(self, log):
+        super().__init__("z3")
+        self.log = log
+
+    def fork(self, seed=None):
+        self.log.append(seed)
+        return CasesOnly(self.log)
+
+    def check(self, query, guards):
+        if "case" not in query.label:
+            return Unknown((SolverRun("z3", "unknown", "timeout", "", 1.0),))
+        return super().check(query, guards)
+
+
+def test_an_undecided_part_is_decided_by_its_cases(tmp_path):
+    from argus.proofs.record import VCCache
+
+    def parity(t, k, p):  # a second conjunct, which the cases prove too
+        return T.eq(T.mod(p, 2), T.mod(T.add(k, T.div(t, 128)), 2))
+
+    goals = {"holds": lambda t, k, p: T.and_(T.eq(p, T.mod(T.add(k, T.div(t, 128)), 6)), parity(t, k, p)),
+             "wrong": lambda t, k, p: T.and_(T.eq(p, T.mod(k, 6)), parity(t, k, p))}
+    todo = {name: _ring_vc(goal)[0] for name, goal in goals.items()}
+    log, kept = [], []
+    prover = CasesOnly(log)
+    try:
+        answers = {d: (prover.check(*todo[d]), 1.0) for d in todo}
+        cache = VCCache(tmp_path)
+        notes = verify._second_chances(todo, answers, prover, lambda d, a: kept.append(d), retries=0, split=True,
+                                       cache=cache)
+    finally:
+        LocalProver.close(prover)
+    from argus.proofs.provers import cube_query
+
+    # every part (the two goal conjuncts) was replaced by its cases
+    cases = {d: [c for p in split_query(*todo[d]) for c in cube_query(p)] for d in todo}
+    assert all(len(c) > len(split_query(*todo[d])) == 2 for d, c in cases.items())
+    assert isinstance(answers["holds"][0], Proved) and kept == ["holds"]
+    assert notes["holds"].startswith(f"proved in {len(cases['holds'])} parts")
+    assert isinstance(answers["wrong"][0], Refuted)
+    assert notes["wrong"].startswith(f"refuted by one of {len(cases['wrong'])} parts")
+    model = dict(answers["wrong"][0].model)
+    assert all(evaluate(t, model) is True for t, _ in todo["wrong"][0].assertions)
+    # every case proved is in the cache (all but the refuted one; the parity cases are the same
+    # queries in both VCs), and no part is
+    distinct = {verify.query_hash(c) for group in cases.values() for c in group}
+    assert len(list(tmp_path.rglob("*.json"))) == len(distinct) - 1
+    assert log == [0] * (len(cases["holds"]) + len(cases["wrong"]) + 4)  # 4 parts, then their cases, seed 0
