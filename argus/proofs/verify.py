@@ -486,6 +486,8 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
         seeds = sorted({last_seed[k] for k in parts[d] if k in last_seed})
         fresh = (f"; {sum(k in last_seed for k in parts[d])} part(s) again alone in fresh solver processes, "
                  f"random seeds 1-{seeds[-1]}") if seeds else ""
+        if (cases := sum("/" in k for k in parts[d])):
+            fresh += f"; {cases} of them cases of undecided parts on their ring offsets"
         if (hits := sum(k in cached for k in parts[d])):
             fresh += f"; {hits} part(s) proved before, from the cache"
         if refuted is not None:

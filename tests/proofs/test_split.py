@@ -367,6 +367,7 @@ def test_an_undecided_part_is_decided_by_its_cases(tmp_path):
     assert all(len(c) > len(split_query(*todo[d])) == 2 for d, c in cases.items())
     assert isinstance(answers["holds"][0], Proved) and kept == ["holds"]
     assert notes["holds"].startswith(f"proved in {len(cases['holds'])} parts")
+    assert f"; {len(cases['holds'])} of them cases of undecided parts on their ring offsets" in notes["holds"]
     assert isinstance(answers["wrong"][0], Refuted)
     assert notes["wrong"].startswith(f"refuted by one of {len(cases['wrong'])} parts")
     model = dict(answers["wrong"][0].model)
