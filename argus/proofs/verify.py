@@ -328,7 +328,7 @@ def _prepare(vc: VC, smtlib_dir: str | Path | None, kernel: N.Kernel) -> tuple |
 def _solve(todo: dict[Any, tuple], prover: Prover,
            on_answer: Callable[[Any, Any], None] | None = None, *, fresh: bool = False,
            seed: int = 0, budget: float | None = None, seeds: dict[Any, int] | None = None,
-           race: Callable[[Any], Any] | None = None) -> dict[Any, tuple]:
+           race: Callable[[Any], Any] | None = None, budgets: dict[Any, float] | None = None) -> dict[Any, tuple]:
     """``{hash: (answer, seconds)}`` for the ``{hash: (query, guards)}`` to solve; with a
     prover that can ``fork``, on :data:`PARALLEL` provers at once (each query is answered
     the same whichever solves it: every check runs under its own resource limit).  ``fresh``:
@@ -336,9 +336,9 @@ def _solve(todo: dict[Any, tuple], prover: Prover,
     the solvers' random seed ``seed`` and wall-clock safety net ``budget`` (default: the
     prover's); a prover that cannot fork (in-process) checks them itself.  ``on_answer(hash,
     answer)`` is called as each answer arrives.  ``seeds``: a key's own seed in place of
-    ``seed``.  ``race(key)``: the race a key runs in (``fresh`` only): the first proof or
-    refutation in a race stops the race's other checks (their forks closed) and its keys not yet
-    started; those keys get no answer."""
+    ``seed``; ``budgets``: likewise a key's own wall clock.  ``race(key)``: the race a key runs in
+    (``fresh`` only): the first proof or refutation in a race stops the race's other checks
+    (their forks closed) and its keys not yet started; those keys get no answer."""
     import queue
     import threading
 
@@ -368,7 +368,8 @@ def _solve(todo: dict[Any, tuple], prover: Prover,
             own = seed if seeds is None else seeds.get(digest, seed)
             if race is not None and race(digest) in won:
                 continue
-            checker = p if p is not None else fork(seed=own) if budget is None else fork(seed=own, wall_clock_s=budget)
+            clock = budget if budgets is None else budgets.get(digest, budget)
+            checker = p if p is not None else fork(seed=own) if clock is None else fork(seed=own, wall_clock_s=clock)
             try:
                 with lock:
                     if race is not None and race(digest) in won:
@@ -423,6 +424,20 @@ def _retryable(answer: Any) -> bool:
     return isinstance(answer, Unknown) and any((r.reason or r.status) in RETRYABLE for r in answer.runs)
 
 
+#: the wall clock, in seconds, of a goal part's first attempt in a split when it has cases to be
+#: split into (:func:`argus.proofs.provers.cube_query`): its cases get the full budget
+CASES_AFTER_S = 30.0
+
+
+def _guards_only(part: Any, guards: tuple) -> bool:
+    """Is ``part`` (of :func:`argus.proofs.provers.split_query`) a part of definedness guards?"""
+    goal = next((t for t, n in part.assertions if n == "goal"), None)
+    if goal is None or goal.op != "not":
+        return False
+    shown, known = goal.args[0], set(guards)
+    return all(c in known for c in (shown.args if shown.op == "and" else (shown,)))
+
+
 def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: Prover,
                     keep: Callable[[str, Any], None], *, retries: int, split: bool,
                     budget: float | None = None, cache: VCCache | None = None,
@@ -435,7 +450,8 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
        ``prover`` at its seed; it is proved when every part is, refuted when one is (a part's
        model is one of the whole query).  A part left undecided is split again into cases on
        the values of its ring offsets (:func:`argus.proofs.provers.cube_query`: which stage,
-       seen from each TMA box, holds the element read), each solved alone the same way.
+       seen from each TMA box, holds the element read), each solved alone the same way; a goal
+       part that has such cases gets only :data:`CASES_AFTER_S` of a longer ``budget`` before.
     2. ``retries``: attempt ``k`` solves what is still undecided (the parts of a split query,
        else the whole query) alone in a fork of ``prover`` with random seed ``k``.  ``race``:
        when fewer queries are left than :data:`PARALLEL` lanes, each runs several seeds at once
@@ -448,7 +464,7 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
     pass can sort out the hard queries and only they get the long clock.  ``cache``: a part
     proved goes there under the hash of its own query (``part:<sha256>``), and a part found
     there is not solved again, so a run stopped halfway through a split resumes where it was."""
-    from argus.proofs.provers import cube_query, split_query
+    from argus.proofs.provers import cube_query, ring_offsets, split_query
 
     notes: dict[str, str] = {}
     failed = [d for d, (a, _) in answers.items() if _retryable(a)]
@@ -505,10 +521,15 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
 
     if parts:
         # each part alone in a fresh fork, at the prover's own seed: a warm worker's history
-        # slows z3 down on them (parts that take seconds alone ran out of 120 s there)
-        part_answers.update(_solve({k: v for group in parts.values() for k, v in group.items()
-                                    if k not in part_answers}, prover, keep_part,
-                                   fresh=True, seed=getattr(prover, "seed", 0), budget=budget))
+        # slows z3 down on them (parts that take seconds alone ran out of 120 s there); a goal
+        # part that has cases gets a short clock before it is split into them
+        pending = {k: v for group in parts.values() for k, v in group.items() if k not in part_answers}
+        short = {}
+        if budget is not None and budget > CASES_AFTER_S:
+            short = {k: CASES_AFTER_S for k, (piece, guards) in pending.items()
+                     if not _guards_only(piece, guards) and ring_offsets(piece)}
+        part_answers.update(_solve(pending, prover, keep_part, fresh=True, seed=getattr(prover, "seed", 0),
+                                   budget=budget, budgets=short))
         # a part still undecided is split once more, into cases on its ring offsets
         # (:func:`argus.proofs.provers.cube_query`); the retries then work on the cases
         cases: dict[str, tuple] = {}

@@ -202,7 +202,8 @@ def test_the_retry_budget_is_the_clock_of_the_parts_and_the_retries(monkeypatch)
     try:
         report = verify_kernel(TS.transpose.specialize(), prover=prover, replay=False, retries=1, retry_budget=321.0)
         assert report.verdict == "proved"
-        assert {s for s, _ in clocks} == {0, 1} and {c for _, c in clocks} == {321.0}
+        # (a goal part that has cases on its ring offsets first gets the short clock)
+        assert {s for s, _ in clocks} == {0, 1} and 321.0 in {c for _, c in clocks} <= {321.0, verify.CASES_AFTER_S}
         clocks.clear()
         assert verify_kernel(TS.transpose.specialize(), prover=prover, replay=False, retries=1).verdict == "proved"
         assert clocks and {c for _, c in clocks} == {None}
@@ -263,13 +264,13 @@ def test_proved_parts_are_cached_and_a_stopped_split_resumes(monkeypatch, tmp_pa
 # --------------------------------------------------------------------------- cases on ring offsets
 
 
-def _ring_vc(goal_of):
+def _ring_vc(goal_of, more=()):
     """A staged read's shape: stage ``P`` of the element a thread reads, as seen from one TMA
     box's base, is ``(k + (4096·(t div 128) + t mod 64 + 4096) div 8192) mod 6``, whose
     quotient is ``t div 128`` (0 or 1 for 256 threads)."""
     t, k, p = T.int_var("t", 0, 255), T.int_var("k", 0, 1000), T.int_var("P", 0, 5)
     offset = T.div(T.add(T.mul(4096, T.div(t, 128)), T.mod(t, 64), 4096), 8192)
-    hyps = [("stage", T.eq(p, T.mod(T.add(k, offset), 6)))]
+    hyps = [("stage", T.eq(p, T.mod(T.add(k, offset), 6))), *more]
     return vc_query(hyps, goal_of(t, k, p)), offset
 
 
@@ -328,15 +329,18 @@ class CasesOnly(LocalProver):
 
     seed = 0
 
-    def __init__(self, log):
+    def __init__(self, log, clock=None):
         super().__init__("z3")
-        self.log = log
+        self.log, self.clock, self.clocks = log, clock, {}
 
-    def fork(self, seed=None):
+    def fork(self, seed=None, wall_clock_s=None):
         self.log.append(seed)
-        return CasesOnly(self.log)
+        other = CasesOnly(self.log, wall_clock_s)
+        other.clocks = self.clocks
+        return other
 
     def check(self, query, guards):
+        self.clocks[query.label] = self.clock
         if "case" not in query.label:
             return Unknown((SolverRun("z3", "unknown", "timeout", "", 1.0),))
         return super().check(query, guards)
@@ -377,3 +381,25 @@ def test_an_undecided_part_is_decided_by_its_cases(tmp_path):
     distinct = {verify.query_hash(c) for group in cases.values() for c in group}
     assert len(list(tmp_path.rglob("*.json"))) == len(distinct) - 1
     assert log == [0] * (len(cases["holds"]) + len(cases["wrong"]) + 4)  # 4 parts, then their cases, seed 0
+
+
+def test_a_goal_part_with_cases_gets_a_short_clock_before_its_cases(monkeypatch):
+    t = T.int_var("t", 0, 255)
+    todo = {"vc": _ring_vc(lambda t, k, p: T.and_(T.eq(p, T.mod(T.add(k, T.div(t, 128)), 6)),
+                                                  T.ge(T.div(k, T.sub(t, 100)), -1000)),
+                           [("not100", T.not_(T.eq(t, 100)))])[0]}
+    assert todo["vc"][1]  # a guard (t - 100 != 0) besides the two goal conjuncts
+    prover = CasesOnly([])
+    try:
+        answers = {"vc": (prover.check(*todo["vc"]), 1.0)}
+        verify._second_chances(todo, answers, prover, lambda d, a: None, retries=0, split=True, budget=100.0)
+    finally:
+        LocalProver.close(prover)
+    assert isinstance(answers["vc"][0], Proved)
+    clocks = {label: c for label, c in prover.clocks.items() if label}
+    parts = split_query(*todo["vc"])
+    goal_parts = [p.label for p in parts if not verify._guards_only(p, todo["vc"][1])]
+    assert len(goal_parts) == 2 and len(parts) == 3
+    assert all(clocks[label] == verify.CASES_AFTER_S for label in goal_parts)
+    assert all(c == 100.0 for label, c in clocks.items() if label not in goal_parts)
+    assert any("case" in label for label in clocks)
