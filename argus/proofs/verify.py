@@ -448,7 +448,8 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
     1. ``split``: a query is split into parts (:func:`argus.proofs.provers.split_query`: the
        goal's conjuncts, the definedness guards by divisor), each solved alone in a fork of
        ``prover`` at its seed; it is proved when every part is, refuted when one is (a part's
-       model is one of the whole query).  A part left undecided is split again into cases on
+       model is one of the whole query).  A query with one part is split into its cases at
+       once.  A part left undecided is split again into cases on
        the values of its ring offsets (:func:`argus.proofs.provers.cube_query`: which stage,
        seen from each TMA box, holds the element read), each solved alone the same way; a goal
        part that has such cases gets only :data:`CASES_AFTER_S` of a longer ``budget`` before.
@@ -479,6 +480,8 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
             pieces = split_query(query, guards)
             if len(pieces) > 1:
                 parts[d] = {f"{d}:{i}": (piece, guards) for i, piece in enumerate(pieces)}
+            elif len(cases := cube_query(query)) > 1:  # nothing to split but its cases
+                parts[d] = {f"{d}:0/{j}": (case, guards) for j, case in enumerate(cases)}
     part_answers: dict[str, tuple] = {}
     part_hashes: dict[str, str] = {}  # hashed only where there is a cache to look in
     if cache is not None:

@@ -403,3 +403,19 @@ def test_a_goal_part_with_cases_gets_a_short_clock_before_its_cases(monkeypatch)
     assert all(clocks[label] == verify.CASES_AFTER_S for label in goal_parts)
     assert all(c == 100.0 for label, c in clocks.items() if label not in goal_parts)
     assert any("case" in label for label in clocks)
+
+
+def test_a_query_of_one_part_is_split_into_its_cases():
+    todo = {"vc": _ring_vc(lambda t, k, p: T.eq(p, T.mod(T.add(k, T.div(t, 128)), 6)))[0]}
+    assert len(split_query(*todo["vc"])) == 1
+    prover = CasesOnly([])
+    try:
+        answers = {"vc": (prover.check(*todo["vc"]), 1.0)}
+        notes = verify._second_chances(todo, answers, prover, lambda d, a: None, retries=0, split=True)
+    finally:
+        LocalProver.close(prover)
+    from argus.proofs.provers import cube_query
+
+    n = len(cube_query(todo["vc"][0]))
+    assert n > 1 and isinstance(answers["vc"][0], Proved)
+    assert notes["vc"].startswith(f"proved in {n} parts") and f"{n} of them cases" in notes["vc"]
