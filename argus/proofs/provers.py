@@ -175,6 +175,28 @@ def cube_query(query: Query, limit: int = CUBE_LIMIT) -> list[Query]:
     return cubes
 
 
+def single_guards(query: Query, guards: Sequence[T.Term]) -> list[Query]:
+    """A part of :func:`split_query` that shows several definedness guards, as one query per
+    guard: ``hyps ∧ ¬(g1 ∧ ... ∧ gn)`` is unsat exactly when every ``hyps ∧ ¬gi`` is, and a
+    model of one is a model of the part.  The guards of one part are one divisor's ``d != 0``
+    under each path condition that reaches a division by it (or several divisors'); z3's search
+    over their disjunction can run past minutes where each guard alone is decided in seconds
+    (the 8 guards of one divisor of the GEMM's tile order: no answer in 90 s together, 7 of
+    them in at most 8 s alone).  ``[query]`` when the part is not of guards or shows one."""
+    goal = next((t for t, n in query.assertions if n == "goal"), None)
+    if goal is None or goal.op != "not":
+        return [query]
+    shown, known = goal.args[0], set(guards)
+    conjuncts = shown.args if shown.op == "and" else (shown,)
+    if len(conjuncts) < 2 or not all(c in known for c in conjuncts):
+        return [query]
+    named = [(n, t) for t, n in query.assertions if n is not None and n != "goal"]
+    unnamed = [t for t, n in query.assertions if n is None]
+    return [Query.of(*unnamed, named=[*named, ("goal", T.not_(c))], logic=query.logic,
+                     label=f"{query.label} guard {i + 1}/{len(conjuncts)}".strip())
+            for i, c in enumerate(conjuncts)]
+
+
 _BITWISE = frozenset({"int_xor", "int_and", "int_or"})
 
 

@@ -424,8 +424,9 @@ def _retryable(answer: Any) -> bool:
     return isinstance(answer, Unknown) and any((r.reason or r.status) in RETRYABLE for r in answer.runs)
 
 
-#: the wall clock, in seconds, of a goal part's first attempt in a split when it has cases to be
-#: split into (:func:`argus.proofs.provers.cube_query`): its cases get the full budget
+#: the wall clock, in seconds, of a part's first attempt in a split when it has single guards
+#: (:func:`argus.proofs.provers.single_guards`) or cases (:func:`argus.proofs.provers.cube_query`)
+#: to be split into: those get the full budget
 CASES_AFTER_S = 30.0
 
 
@@ -449,10 +450,12 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
        goal's conjuncts, the definedness guards by divisor), each solved alone in a fork of
        ``prover`` at its seed; it is proved when every part is, refuted when one is (a part's
        model is one of the whole query).  A query with one part is split into its cases at
-       once.  A part left undecided is split again into cases on
+       once.  A part of guards left undecided is split again into its single guards
+       (:func:`argus.proofs.provers.single_guards`); any other part left undecided, into cases on
        the values of its ring offsets (:func:`argus.proofs.provers.cube_query`: which stage,
-       seen from each TMA box, holds the element read), each solved alone the same way; a goal
-       part that has such cases gets only :data:`CASES_AFTER_S` of a longer ``budget`` before.
+       seen from each TMA box, holds the element read), each solved alone the same way; a part
+       that has single guards or such cases gets only :data:`CASES_AFTER_S` of a longer
+       ``budget`` before.
     2. ``retries``: attempt ``k`` solves what is still undecided (the parts of a split query,
        else the whole query) alone in a fork of ``prover`` with random seed ``k``.  ``race``:
        when fewer queries are left than :data:`PARALLEL` lanes, each runs several seeds at once
@@ -465,7 +468,7 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
     pass can sort out the hard queries and only they get the long clock.  ``cache``: a part
     proved goes there under the hash of its own query (``part:<sha256>``), and a part found
     there is not solved again, so a run stopped halfway through a split resumes where it was."""
-    from argus.proofs.provers import cube_query, ring_offsets, split_query
+    from argus.proofs.provers import cube_query, ring_offsets, single_guards, split_query
 
     notes: dict[str, str] = {}
     failed = [d for d, (a, _) in answers.items() if _retryable(a)]
@@ -505,7 +508,9 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
         seeds = sorted({last_seed[k] for k in parts[d] if k in last_seed})
         fresh = (f"; {sum(k in last_seed for k in parts[d])} part(s) again alone in fresh solver processes, "
                  f"random seeds 1-{seeds[-1]}") if seeds else ""
-        if (cases := sum("/" in k for k in parts[d])):
+        if (singles := sum("/g" in k for k in parts[d])):
+            fresh += f"; {singles} of them single guards of undecided parts of guards"
+        if (cases := sum("/" in k and "/g" not in k for k in parts[d])):
             fresh += f"; {cases} of them cases of undecided parts on their ring offsets"
         if (hits := sum(k in cached for k in parts[d])):
             fresh += f"; {hits} part(s) proved before, from the cache"
@@ -524,28 +529,31 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
 
     if parts:
         # each part alone in a fresh fork, at the prover's own seed: a warm worker's history
-        # slows z3 down on them (parts that take seconds alone ran out of 120 s there); a goal
-        # part that has cases gets a short clock before it is split into them
+        # slows z3 down on them (parts that take seconds alone ran out of 120 s there); a part
+        # that has single guards or cases gets a short clock before it is split into them
         pending = {k: v for group in parts.values() for k, v in group.items() if k not in part_answers}
         short = {}
         if budget is not None and budget > CASES_AFTER_S:
             short = {k: CASES_AFTER_S for k, (piece, guards) in pending.items()
-                     if not _guards_only(piece, guards) and ring_offsets(piece)}
+                     if (ring_offsets(piece) if not _guards_only(piece, guards)
+                         else len(single_guards(piece, guards)) > 1)}
         part_answers.update(_solve(pending, prover, keep_part, fresh=True, seed=getattr(prover, "seed", 0),
                                    budget=budget, budgets=short))
-        # a part still undecided is split once more, into cases on its ring offsets
-        # (:func:`argus.proofs.provers.cube_query`); the retries then work on the cases
+        # a part still undecided is split once more: a part of guards into its single guards
+        # (:func:`argus.proofs.provers.single_guards`), any other into cases on its ring
+        # offsets (:func:`argus.proofs.provers.cube_query`); the retries then work on those
         cases: dict[str, tuple] = {}
         for d, group in parts.items():
             for k in [k for k in group if _retryable(part_answers[k][0])]:
                 piece, guards = group[k]
-                cubes = cube_query(piece)
+                singles = single_guards(piece, guards)
+                cubes = singles if len(singles) > 1 else cube_query(piece)
                 if len(cubes) < 2:
                     continue
                 first[d] += part_answers.pop(k)[1]
                 del group[k]
                 for j, cube in enumerate(cubes):
-                    key = f"{k}/{j}"
+                    key = f"{k}/g{j}" if len(singles) > 1 else f"{k}/{j}"
                     group[key] = cases[key] = (cube, guards)
                     if cache is not None:
                         part_hashes[key] = "part:" + query_hash(cube)

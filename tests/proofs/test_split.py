@@ -419,3 +419,100 @@ def test_a_query_of_one_part_is_split_into_its_cases():
     n = len(cube_query(todo["vc"][0]))
     assert n > 1 and isinstance(answers["vc"][0], Proved)
     assert notes["vc"].startswith(f"proved in {n} parts") and f"{n} of them cases" in notes["vc"]
+
+
+# --------------------------------------------------------------------------- single guards
+
+
+def _guarded_vc(safe=True):
+    """Three divisions by ``x`` on three paths (``y >= 1``, ``y <= -1``, ``y = 0``): one
+    divisor, three guards.  Unsafe: ``x >= 1`` is known only off the path ``y = 0``."""
+    x, y, z = T.int_var("x"), T.int_var("y"), T.int_var("z")
+    known = T.ge(x, 1) if safe else T.implies(T.not_(T.eq(y, 0)), T.ge(x, 1))
+    q = T.div(z, x)
+    goal = T.and_(T.implies(T.ge(y, 1), T.ge(q, 0)),
+                  T.implies(T.le(y, -1), T.le(T.mod(z, x), z)),
+                  T.implies(T.eq(y, 0), T.or_(T.ge(q, 7), T.le(q, 9))))  # holds for any value of q
+    return vc_query([("h", known), ("hz", T.ge(z, 0))], goal)
+
+
+def test_single_guards_are_one_query_per_guard_of_a_part_of_guards():
+    from argus.proofs.provers import single_guards
+
+    query, guards = _guarded_vc()
+    assert len(guards) == 3
+    parts = split_query(query, guards)
+    guard_part, goal_parts = parts[0], parts[1:]
+    assert verify._guards_only(guard_part, guards)
+    singles = single_guards(guard_part, guards)
+    assert [_goal_of(s).args[0] for s in singles] == list(guards)
+    assert [s.label for s in singles] == [f"part 1/4 guard {i}/3" for i in (1, 2, 3)]
+    for s in singles:  # the hypotheses are the part's, unchanged
+        assert [a for a in s.assertions if a[1] != "goal"] == [a for a in guard_part.assertions if a[1] != "goal"]
+    # a goal part, or a part of one guard, is no split
+    assert all(single_guards(p, guards) == [p] for p in goal_parts)
+    assert single_guards(singles[0], guards) == [singles[0]]
+    prover = LocalProver("z3")
+    try:
+        assert all(isinstance(prover.check(s, guards), Proved) for s in singles)
+        wrong, wguards = _guarded_vc(safe=False)
+        answers = [prover.check(s, wguards) for s in single_guards(split_query(wrong, wguards)[0], wguards)]
+    finally:
+        prover.close()
+    assert [type(a) for a in answers] == [Proved, Proved, Refuted]
+    model = dict(answers[2].model)
+    assert all(evaluate(t, model) is True for t, _ in wrong.assertions)  # a model of the whole query
+
+
+class GuardsApart(LocalProver):
+    """z3 that gives up on every query whose goal shows more than one definedness guard, and on
+    whole queries (the shape of the GEMM's tile-order guards: no answer for one divisor's guards
+    together, each guard alone in seconds)."""
+
+    seed = 0
+
+    def __init__(self, clocks=None, clock=None):
+        super().__init__("z3")
+        self.clocks = {} if clocks is None else clocks
+        self.clock = clock
+
+    def fork(self, seed=None, wall_clock_s=None):
+        return GuardsApart(self.clocks, wall_clock_s)
+
+    def check(self, query, guards):
+        self.clocks[query.label] = self.clock
+        shown = _goal_of(query).args[0]
+        if "part" not in query.label or (shown.op == "and" and sum(c in set(guards) for c in shown.args) > 1):
+            return Unknown((SolverRun("z3", "unknown", "timeout", "", 1.0),))
+        return super().check(query, guards)
+
+
+def test_an_undecided_part_of_guards_is_decided_guard_by_guard(tmp_path):
+    from argus.proofs.record import VCCache
+
+    todo = {"safe": _guarded_vc(), "unsafe": _guarded_vc(safe=False)}
+    prover, kept = GuardsApart(), []
+    try:
+        answers = {d: (prover.check(*todo[d]), 1.0) for d in todo}
+        notes = verify._second_chances(todo, answers, prover, lambda d, a: kept.append(d), retries=0, split=True,
+                                       budget=100.0, cache=VCCache(tmp_path))
+    finally:
+        LocalProver.close(prover)
+    # the part of guards had the short clock, its single guards and the goal parts the full one
+    clocks = {label: c for label, c in prover.clocks.items() if "part" in label}
+    assert clocks["part 1/4"] == verify.CASES_AFTER_S
+    assert {c for label, c in clocks.items() if label != "part 1/4"} == {100.0}
+    assert sum("guard" in label for label in clocks) == 3
+    assert isinstance(answers["safe"][0], Proved) and kept == ["safe"]
+    assert notes["safe"].startswith("proved in 6 parts")  # three goal parts, three single guards
+    assert "; 3 of them single guards of undecided parts of guards" in notes["safe"]
+    assert "ring offsets" not in notes["safe"]
+    assert isinstance(answers["unsafe"][0], Refuted)
+    assert answers["unsafe"][0].violation == "definedness"
+    assert notes["unsafe"].startswith("refuted by one of 6 parts")
+    model = dict(answers["unsafe"][0].model)
+    assert all(evaluate(t, model) is True for t, _ in todo["unsafe"][0].assertions)
+    assert model["y"] == 0 and model["x"] == 0
+    # every single guard and goal part proved is cached: 3 + 3 of the safe VC, 2 + 3 of the other
+    # (the goal parts are the same queries in both only where the hypotheses are: they are not)
+    assert len(list(tmp_path.rglob("*.json"))) == 11
