@@ -181,8 +181,8 @@ def single_guards(query: Query, guards: Sequence[T.Term]) -> list[Query]:
     model of one is a model of the part.  The guards of one part are one divisor's ``d != 0``
     under each path condition that reaches a division by it (or several divisors'); z3's search
     over their disjunction can run past minutes where each guard alone is decided in seconds
-    (the 8 guards of one divisor of the GEMM's tile order: no answer in 90 s together, 7 of
-    them in at most 8 s alone).  ``[query]`` when the part is not of guards or shows one."""
+    (the 8 guards of one divisor of the GEMM's tile order: no answer in 90 s together, each
+    alone in at most 9 s).  ``[query]`` when the part is not of guards or shows one."""
     goal = next((t for t, n in query.assertions if n == "goal"), None)
     if goal is None or goal.op != "not":
         return [query]
