@@ -175,6 +175,17 @@ def cube_query(query: Query, limit: int = CUBE_LIMIT) -> list[Query]:
     return cubes
 
 
+def shown_guards(query: Query, guards: Sequence[T.Term]) -> tuple[T.Term, ...] | None:
+    """The definedness guards a part of :func:`split_query` shows, when its goal is the
+    negation of ``guards`` only (one or a conjunction of several); ``None`` for any other part."""
+    goal = next((t for t, n in query.assertions if n == "goal"), None)
+    if goal is None or goal.op != "not":
+        return None
+    shown, known = goal.args[0], set(guards)
+    conjuncts = shown.args if shown.op == "and" else (shown,)
+    return tuple(conjuncts) if all(c in known for c in conjuncts) else None
+
+
 def single_guards(query: Query, guards: Sequence[T.Term]) -> list[Query]:
     """A part of :func:`split_query` that shows several definedness guards, as one query per
     guard: ``hyps ∧ ¬(g1 ∧ ... ∧ gn)`` is unsat exactly when every ``hyps ∧ ¬gi`` is, and a
@@ -183,12 +194,8 @@ def single_guards(query: Query, guards: Sequence[T.Term]) -> list[Query]:
     over their disjunction can run past minutes where each guard alone is decided in seconds
     (the 8 guards of one divisor of the GEMM's tile order: no answer in 90 s together, each
     alone in at most 9 s).  ``[query]`` when the part is not of guards or shows one."""
-    goal = next((t for t, n in query.assertions if n == "goal"), None)
-    if goal is None or goal.op != "not":
-        return [query]
-    shown, known = goal.args[0], set(guards)
-    conjuncts = shown.args if shown.op == "and" else (shown,)
-    if len(conjuncts) < 2 or not all(c in known for c in conjuncts):
+    conjuncts = shown_guards(query, guards)
+    if conjuncts is None or len(conjuncts) < 2:
         return [query]
     named = [(n, t) for t, n in query.assertions if n is not None and n != "goal"]
     unnamed = [t for t, n in query.assertions if n is None]

@@ -430,15 +430,6 @@ def _retryable(answer: Any) -> bool:
 CASES_AFTER_S = 30.0
 
 
-def _guards_only(part: Any, guards: tuple) -> bool:
-    """Is ``part`` (of :func:`argus.proofs.provers.split_query`) a part of definedness guards?"""
-    goal = next((t for t, n in part.assertions if n == "goal"), None)
-    if goal is None or goal.op != "not":
-        return False
-    shown, known = goal.args[0], set(guards)
-    return all(c in known for c in (shown.args if shown.op == "and" else (shown,)))
-
-
 def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: Prover,
                     keep: Callable[[str, Any], None], *, retries: int, split: bool,
                     budget: float | None = None, cache: VCCache | None = None,
@@ -468,7 +459,13 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
     pass can sort out the hard queries and only they get the long clock.  ``cache``: a part
     proved goes there under the hash of its own query (``part:<sha256>``), and a part found
     there is not solved again, so a run stopped halfway through a split resumes where it was."""
-    from argus.proofs.provers import cube_query, ring_offsets, single_guards, split_query
+    from argus.proofs.provers import (
+        cube_query,
+        ring_offsets,
+        shown_guards,
+        single_guards,
+        split_query,
+    )
 
     notes: dict[str, str] = {}
     failed = [d for d, (a, _) in answers.items() if _retryable(a)]
@@ -535,8 +532,8 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
         short = {}
         if budget is not None and budget > CASES_AFTER_S:
             short = {k: CASES_AFTER_S for k, (piece, guards) in pending.items()
-                     if (ring_offsets(piece) if not _guards_only(piece, guards)
-                         else len(single_guards(piece, guards)) > 1)}
+                     if (ring_offsets(piece) if (shown := shown_guards(piece, guards)) is None
+                         else len(shown) > 1)}
         part_answers.update(_solve(pending, prover, keep_part, fresh=True, seed=getattr(prover, "seed", 0),
                                    budget=budget, budgets=short))
         # a part still undecided is split once more: a part of guards into its single guards

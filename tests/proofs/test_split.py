@@ -7,7 +7,7 @@ import verifier_kernels as V
 
 import argus.proofs.verify as verify
 from argus.proofs import LocalProver, verify_kernel
-from argus.proofs.provers import GUARD_PARTS_LIMIT, split_query, vc_query
+from argus.proofs.provers import GUARD_PARTS_LIMIT, shown_guards, split_query, vc_query
 from argus.smt import terms as T
 from argus.smt.evaluate import evaluate
 from argus.smt.results import Proved, Refuted, SolverRun, Unknown
@@ -398,7 +398,7 @@ def test_a_goal_part_with_cases_gets_a_short_clock_before_its_cases(monkeypatch)
     assert isinstance(answers["vc"][0], Proved)
     clocks = {label: c for label, c in prover.clocks.items() if label}
     parts = split_query(*todo["vc"])
-    goal_parts = [p.label for p in parts if not verify._guards_only(p, todo["vc"][1])]
+    goal_parts = [p.label for p in parts if shown_guards(p, todo["vc"][1]) is None]
     assert len(goal_parts) == 2 and len(parts) == 3
     assert all(clocks[label] == verify.CASES_AFTER_S for label in goal_parts)
     assert all(c == 100.0 for label, c in clocks.items() if label not in goal_parts)
@@ -443,7 +443,7 @@ def test_single_guards_are_one_query_per_guard_of_a_part_of_guards():
     assert len(guards) == 3
     parts = split_query(query, guards)
     guard_part, goal_parts = parts[0], parts[1:]
-    assert verify._guards_only(guard_part, guards)
+    assert shown_guards(guard_part, guards) == tuple(guards)
     singles = single_guards(guard_part, guards)
     assert [_goal_of(s).args[0] for s in singles] == list(guards)
     assert [s.label for s in singles] == [f"part 1/4 guard {i}/3" for i in (1, 2, 3)]
