@@ -131,7 +131,12 @@ def ring_offsets(query: Query) -> list[tuple[T.Term, int, int]]:
     from one TMA box's base, holds the element read (the element lies in this iteration's
     stage or in the one before, as seen from a box that does not hold it).  A solver that is
     not told its value explores the delivered iteration of every box at once; each value
-    alone leaves one box that holds the element and folds the others' addresses away."""
+    alone leaves one box that holds the element and folds the others' addresses away.
+
+    A quotient the query already fixes (an unnamed ``q = v``, as a case of :func:`cube_query`
+    asserts) is no split: the offsets of a case are the ones its cases left open."""
+    fixed = {t.args[0] for t, n in query.assertions
+             if n is None and t.op == "=" and t.args[1].op == "const" and t.args[0].op == "div"}
     out: dict[T.Term, tuple[int, int]] = {}
     for term, _ in query.assertions:
         for s in T.subterms(term):
@@ -139,7 +144,7 @@ def ring_offsets(query: Query) -> list[tuple[T.Term, int, int]]:
                 continue
             arg = s.args[0]
             for q in (arg.args if arg.op == "+" else (arg,)):
-                if q.op != "div" or q.args[1].op != "const" or q in out:
+                if q.op != "div" or q.args[1].op != "const" or q in out or q in fixed:
                     continue
                 lo, hi = T.interval(q)
                 if lo is not None and hi is not None and 1 <= hi - lo < CUBE_VALUES:
@@ -153,7 +158,8 @@ def cube_query(query: Query, limit: int = CUBE_LIMIT) -> list[Query]:
     each cube the query with ``q = v`` asserted for each offset.  The values ``lo..hi`` of an
     offset are its interval under the variables' bounds, which every query asserts, so the
     cubes cover every model: the query is unsat exactly when every cube is, and a cube's
-    model is one of the query.  ``[query]`` where there is nothing to split on."""
+    model is one of the query.  ``[query]`` where there is nothing to split on.  A cube is
+    split again the same way on the offsets the limit left out of it (and on those only)."""
     import itertools
 
     chosen: list[tuple[T.Term, int, int]] = []

@@ -134,7 +134,9 @@ class VCCache:
         return entry
 
     def put(self, vc_hash: str, entry: dict[str, Any]) -> None:
-        if entry.get("verdict") != "proved":
+        """Keeps a proved query; or, under a ``split:`` key, the note that a run split that
+        query into pieces (verdict ``split``: nothing proved, where a later run resumes)."""
+        if entry.get("verdict") != ("split" if vc_hash.startswith("split:") else "proved"):
             return
         entry = {**entry, "argus_version": argus.__version__}
         self._memory[vc_hash] = entry

@@ -65,7 +65,7 @@ from argus.proofs import counterexample as CX
 from argus.proofs.provers import LocalProver, Prover, resource_limits, vc_query
 from argus.proofs.record import ProofRecord, VCCache, VCEntry
 from argus.smt.evaluate import EvaluationError, evaluate
-from argus.smt.results import Proved, Refuted, Unknown
+from argus.smt.results import Proved, Refuted, SolverRun, Unknown
 
 
 @dataclass
@@ -424,6 +424,10 @@ def _retryable(answer: Any) -> bool:
     return isinstance(answer, Unknown) and any((r.reason or r.status) in RETRYABLE for r in answer.runs)
 
 
+#: the answer of a part that an earlier run split (one of its pieces is in the cache): it is
+#: split again at once, with no attempt of its own
+RESUMED = Unknown((SolverRun("cache", "unknown", "unknown", "split by an earlier run: resumed at its pieces"),))
+
 #: the wall clock, in seconds, of a part's first attempt in a split when it has single guards
 #: (:func:`argus.proofs.provers.single_guards`) or cases (:func:`argus.proofs.provers.cube_query`)
 #: to be split into: those get the full budget
@@ -446,7 +450,8 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
        the values of its ring offsets (:func:`argus.proofs.provers.cube_query`: which stage,
        seen from each TMA box, holds the element read), each solved alone the same way; a part
        that has single guards or such cases gets only :data:`CASES_AFTER_S` of a longer
-       ``budget`` before.
+       ``budget`` before.  A case left undecided whose query has offsets that the case limit
+       left unsplit is split again on them, after the same short clock, until none is left.
     2. ``retries``: attempt ``k`` solves what is still undecided (the parts of a split query,
        else the whole query) alone in a fork of ``prover`` with random seed ``k``.  ``race``:
        when fewer queries are left than :data:`PARALLEL` lanes, each runs several seeds at once
@@ -525,40 +530,79 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
             keep(d, answers[d][0])
 
     if parts:
-        # each part alone in a fresh fork, at the prover's own seed: a warm worker's history
-        # slows z3 down on them (parts that take seconds alone ran out of 120 s there); a part
-        # that has single guards or cases gets a short clock before it is split into them
-        pending = {k: v for group in parts.values() for k, v in group.items() if k not in part_answers}
-        short = {}
-        if budget is not None and budget > CASES_AFTER_S:
-            short = {k: CASES_AFTER_S for k, (piece, guards) in pending.items()
-                     if (ring_offsets(piece) if (shown := shown_guards(piece, guards)) is None
-                         else len(shown) > 1)}
-        part_answers.update(_solve(pending, prover, keep_part, fresh=True, seed=getattr(prover, "seed", 0),
-                                   budget=budget, budgets=short))
+        subs: dict[str, tuple[list, bool]] = {}  # a part's (or case's) split: its pieces, single guards or not
+
+        def split_of(k: str, piece: Any, guards: Any) -> tuple[list, bool]:
+            if k not in subs:
+                singles = single_guards(piece, guards)
+                subs[k] = (singles, True) if len(singles) > 1 else (cube_query(piece), False)
+            return subs[k]
+
+        def hashed(key: str, piece: Any) -> str:
+            if key not in part_hashes:
+                part_hashes[key] = "part:" + query_hash(piece)
+            return part_hashes[key]
+
+        def split_before(k: str, piece: Any, guards: Any) -> bool:
+            # the cache notes that a run split it, or holds one of its pieces
+            if cache.get("split:" + hashed(k, piece)[len("part:"):]) is not None:
+                return True
+            pieces, singles = split_of(k, piece, guards)
+            keys = [f"{k}/g{j}" if singles else f"{k}/{j}" for j in range(len(pieces))]
+            return len(pieces) > 1 and any(cache.get(hashed(key, sub)) is not None for key, sub in zip(keys, pieces))
+
+        def attempt(pending: dict[str, tuple]) -> None:
+            # each alone in a fresh fork, at the prover's own seed: a warm worker's history slows
+            # z3 down on them (parts that take seconds alone ran out of 120 s there); one that
+            # has single guards or cases gets a short clock before it is split into them, and
+            # none at all when an earlier run split it already (one of its pieces is cached)
+            short, resumed = {}, {}
+            for k, (piece, guards) in pending.items():
+                shown = shown_guards(piece, guards)
+                if not (ring_offsets(piece) if shown is None else len(shown) > 1):
+                    continue
+                if cache is not None and split_before(k, piece, guards):
+                    resumed[k] = (RESUMED, 0.0)
+                    continue
+                if budget is not None and budget > CASES_AFTER_S:
+                    short[k] = CASES_AFTER_S
+            part_answers.update(resumed)
+            part_answers.update(_solve({k: v for k, v in pending.items() if k not in resumed}, prover, keep_part,
+                                       fresh=True, seed=getattr(prover, "seed", 0), budget=budget, budgets=short))
+
+        attempt({k: v for group in parts.values() for k, v in group.items() if k not in part_answers})
         # a part still undecided is split once more: a part of guards into its single guards
         # (:func:`argus.proofs.provers.single_guards`), any other into cases on its ring
-        # offsets (:func:`argus.proofs.provers.cube_query`); the retries then work on those
-        cases: dict[str, tuple] = {}
-        for d, group in parts.items():
-            for k in [k for k in group if _retryable(part_answers[k][0])]:
-                piece, guards = group[k]
-                singles = single_guards(piece, guards)
-                cubes = singles if len(singles) > 1 else cube_query(piece)
-                if len(cubes) < 2:
-                    continue
-                first[d] += part_answers.pop(k)[1]
-                del group[k]
-                for j, cube in enumerate(cubes):
-                    key = f"{k}/g{j}" if len(singles) > 1 else f"{k}/{j}"
-                    group[key] = cases[key] = (cube, guards)
-                    if cache is not None:
-                        part_hashes[key] = "part:" + query_hash(cube)
-                        if (hit := cache.get(part_hashes[key])) is not None:
+        # offsets (:func:`argus.proofs.provers.cube_query`); a case still undecided that has
+        # offsets the case limit left open is split again on those (a short clock first, as
+        # for a part), until no offset is left; the retries then work on the last cases
+        undecided = {d: [k for k in group if _retryable(part_answers[k][0])] for d, group in parts.items()}
+        while undecided:
+            cases: dict[str, tuple] = {}
+            for d, keys in undecided.items():
+                group = parts[d]
+                for k in keys:
+                    piece, guards = group[k]
+                    pieces, singles = split_of(k, piece, guards)
+                    if len(pieces) < 2:
+                        continue
+                    first[d] += part_answers.pop(k)[1]
+                    del group[k]
+                    if cache is not None:  # where the next run resumes
+                        cache.put("split:" + hashed(k, piece)[len("part:"):], {"verdict": "split"})
+                    for j, cube in enumerate(pieces):
+                        key = f"{k}/g{j}" if singles else f"{k}/{j}"
+                        group[key] = cases[key] = (cube, guards)
+                        if cache is not None and (hit := cache.get(hashed(key, cube))) is not None:
                             part_answers[key] = (Proved(hit.get("solver") or "cache", hit.get("resources")), 0.0)
                             cached.add(key)
-        part_answers.update(_solve({k: v for k, v in cases.items() if k not in part_answers}, prover, keep_part,
-                                   fresh=True, seed=getattr(prover, "seed", 0), budget=budget))
+            attempt({k: v for k, v in cases.items() if k not in part_answers})
+            # only a goal case can be split again (a single guard is one guard, and its part had
+            # no cases to give)
+            undecided = {d: keys for d, group in parts.items()
+                         if (keys := [k for k in group if k in cases and _retryable(part_answers[k][0])
+                                      and shown_guards(cases[k][0], cases[k][1]) is None
+                                      and ring_offsets(cases[k][0])])}
         for d in parts:
             combine(d)
     tried: dict[str, int] = {}  # seeds 1..retries tried so far, per query or part

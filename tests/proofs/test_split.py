@@ -22,6 +22,13 @@ def _vc(bound):
     return hyps, goal
 
 
+def _proved_entries(directory):
+    """The cache's proved queries and parts (not its notes of what a run split)."""
+    import json
+
+    return sum(json.loads(f.read_text())["verdict"] == "proved" for f in directory.rglob("*.json"))
+
+
 def _goal_of(query):
     return next(t for t, n in query.assertions if n == "goal")
 
@@ -379,7 +386,7 @@ def test_an_undecided_part_is_decided_by_its_cases(tmp_path):
     # every case proved is in the cache (all but the refuted one; the parity cases are the same
     # queries in both VCs), and no part is
     distinct = {verify.query_hash(c) for group in cases.values() for c in group}
-    assert len(list(tmp_path.rglob("*.json"))) == len(distinct) - 1
+    assert _proved_entries(tmp_path) == len(distinct) - 1
     assert log == [0] * (len(cases["holds"]) + len(cases["wrong"]) + 4)  # 4 parts, then their cases, seed 0
 
 
@@ -419,6 +426,108 @@ def test_a_query_of_one_part_is_split_into_its_cases():
     n = len(cube_query(todo["vc"][0]))
     assert n > 1 and isinstance(answers["vc"][0], Proved)
     assert notes["vc"].startswith(f"proved in {n} parts") and f"{n} of them cases" in notes["vc"]
+
+
+def _five_offsets_vc(wrong=False):
+    """Five ring offsets of two values each (each the warpgroup ``t div 128``, seen from five
+    box bases): one more than the 16 cases of :func:`cube_query` take.  The goal (all five
+    stages agree) holds; the ``wrong`` one (the fifth stage is ``k mod 6``) fails for the second
+    warpgroup."""
+    t, k = T.int_var("t", 0, 255), T.int_var("k", 0, 1000)
+    offs = [T.div(T.add(T.mul(4096, T.div(t, 128)), T.mod(t, 64), 4096 + 8 * i), 8192) for i in range(5)]
+    ps = [T.int_var(f"P{i}", 0, 5) for i in range(5)]
+    hyps = [(f"stage{i}", T.eq(p, T.mod(T.add(k, o), 6))) for i, (p, o) in enumerate(zip(ps, offs))]
+    goal = T.eq(ps[4], T.mod(k, 6)) if wrong else T.and_(*(T.eq(p, ps[0]) for p in ps[1:]))
+    return vc_query(hyps, goal), offs
+
+
+def test_a_case_is_split_again_on_the_offsets_its_cases_left_open():
+    from argus.proofs.provers import cube_query, ring_offsets
+
+    (query, _), offs = _five_offsets_vc()
+    assert [q for q, _, _ in ring_offsets(query)] == offs
+    cubes = cube_query(query)
+    assert len(cubes) == 16
+    for cube in cubes:  # the four offsets the cube fixes are no split any more; the fifth is
+        assert ring_offsets(cube) == [(offs[4], 0, 1)]
+        again = cube_query(cube)
+        assert [c.label for c in again] == [f"{cube.label} case {j}/2" for j in (1, 2)]
+        assert all(cube_query(c) == [c] for c in again)  # every offset fixed: nothing left
+        for c in again:  # the cube's assertions, and the fifth offset's value
+            extra = [a for a in c.assertions if a not in cube.assertions]
+            assert len(extra) == 1 and extra[0][0].op == "=" and extra[0][0].args[0] is offs[4]
+
+
+class DeepCasesOnly(CasesOnly):
+    """z3 that decides only a case whose query fixes every ring offset (a case of a case)."""
+
+    def fork(self, seed=None, wall_clock_s=None):
+        self.log.append(seed)
+        other = DeepCasesOnly(self.log, wall_clock_s)
+        other.clocks = self.clocks
+        return other
+
+    def check(self, query, guards):
+        self.clocks[query.label] = self.clock
+        if query.label.count("case") < 2:
+            return Unknown((SolverRun("z3", "unknown", "timeout", "", 1.0),))
+        return LocalProver.check(self, query, guards)
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_an_undecided_case_is_decided_by_its_own_cases(tmp_path, wrong):
+    from argus.proofs.provers import cube_query
+    from argus.proofs.record import VCCache
+
+    (query, guards), _ = _five_offsets_vc(wrong)
+    todo = {"vc": (query, guards)}
+    prover = DeepCasesOnly([])
+    try:
+        answers = {"vc": (prover.check(query, guards), 1.0)}
+        notes = verify._second_chances(todo, answers, prover, lambda d, a: None, retries=0, split=True,
+                                       budget=100.0, cache=VCCache(tmp_path))
+    finally:
+        LocalProver.close(prover)
+    leaves = [c for p in split_query(query, guards) for cube in cube_query(p) for c in cube_query(cube)]
+    assert all(c.label.count("case") == 2 for c in leaves)
+    if wrong:
+        assert isinstance(answers["vc"][0], Refuted)
+        model = dict(answers["vc"][0].model)
+        assert all(evaluate(t, model) is True for t, _ in query.assertions)  # a model of the whole query
+        assert evaluate(T.div(T.int_var("t", 0, 255), 128), model) == 1
+    else:
+        assert isinstance(answers["vc"][0], Proved)
+        assert notes["vc"].startswith(f"proved in {len(leaves)} parts")
+        assert f"; {len(leaves)} of them cases of undecided parts on their ring offsets" in notes["vc"]
+    # a case that could be split again had the short clock; a case of a case the whole budget
+    clocks = {label: c for label, c in prover.clocks.items() if "case" in label}
+    assert {c for label, c in clocks.items() if label.count("case") == 1} == {verify.CASES_AFTER_S}
+    assert {c for label, c in clocks.items() if label.count("case") == 2} == {100.0}
+
+
+def test_a_run_resumes_a_split_at_its_cached_pieces(tmp_path):
+    """A part (or case) that an earlier run split goes to its pieces at once: no solver sees
+    it again, and what its cached pieces proved is not solved again either."""
+    from argus.proofs.record import VCCache
+
+    (query, guards), _ = _five_offsets_vc()
+    undecided = Unknown((SolverRun("z3", "unknown", "timeout", "", 1.0),))
+    runs = []
+    for _ in range(2):
+        prover = DeepCasesOnly([])
+        answers = {"vc": (undecided, 1.0)}
+        try:
+            notes = verify._second_chances({"vc": (query, guards)}, answers, prover, lambda d, a: None,
+                                           retries=0, split=True, budget=100.0, cache=VCCache(tmp_path))
+        finally:
+            LocalProver.close(prover)
+        assert isinstance(answers["vc"][0], Proved)
+        runs.append((dict(prover.clocks), notes["vc"]))
+    (first, _), (second, note) = runs
+    parts = [p.label for p in split_query(query, guards)]
+    assert len(parts) == 4 and all(label in first for label in parts)
+    assert second == {}  # every part and case resumed, every last case from the cache
+    assert "from the cache" in note
 
 
 # --------------------------------------------------------------------------- single guards
@@ -515,4 +624,4 @@ def test_an_undecided_part_of_guards_is_decided_guard_by_guard(tmp_path):
     assert model["y"] == 0 and model["x"] == 0
     # every single guard and goal part proved is cached: 3 + 3 of the safe VC, 2 + 3 of the other
     # (the goal parts are the same queries in both only where the hypotheses are: they are not)
-    assert len(list(tmp_path.rglob("*.json"))) == 11
+    assert _proved_entries(tmp_path) == 11
