@@ -342,7 +342,7 @@ class CasesOnly(LocalProver):
 
     def fork(self, seed=None, wall_clock_s=None):
         self.log.append(seed)
-        other = CasesOnly(self.log, wall_clock_s)
+        other = type(self)(self.log, wall_clock_s)
         other.clocks = self.clocks
         return other
 
@@ -460,12 +460,6 @@ def test_a_case_is_split_again_on_the_offsets_its_cases_left_open():
 
 class DeepCasesOnly(CasesOnly):
     """z3 that decides only a case whose query fixes every ring offset (a case of a case)."""
-
-    def fork(self, seed=None, wall_clock_s=None):
-        self.log.append(seed)
-        other = DeepCasesOnly(self.log, wall_clock_s)
-        other.clocks = self.clocks
-        return other
 
     def check(self, query, guards):
         self.clocks[query.label] = self.clock
