@@ -543,9 +543,13 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
                 part_hashes[key] = "part:" + query_hash(piece)
             return part_hashes[key]
 
+        def split_note(k: str, piece: Any) -> str:
+            # the cache key under which a run notes that it split this part or case
+            return "split:" + hashed(k, piece).removeprefix("part:")
+
         def split_before(k: str, piece: Any, guards: Any) -> bool:
             # the cache notes that a run split it, or holds one of its pieces
-            if cache.get("split:" + hashed(k, piece)[len("part:"):]) is not None:
+            if cache.get(split_note(k, piece)) is not None:
                 return True
             pieces, singles = split_of(k, piece, guards)
             keys = [f"{k}/g{j}" if singles else f"{k}/{j}" for j in range(len(pieces))]
@@ -589,7 +593,7 @@ def _second_chances(todo: dict[str, tuple], answers: dict[str, tuple], prover: P
                     first[d] += part_answers.pop(k)[1]
                     del group[k]
                     if cache is not None:  # where the next run resumes
-                        cache.put("split:" + hashed(k, piece)[len("part:"):], {"verdict": "split"})
+                        cache.put(split_note(k, piece), {"verdict": "split"})
                     for j, cube in enumerate(pieces):
                         key = f"{k}/g{j}" if singles else f"{k}/{j}"
                         group[key] = cases[key] = (cube, guards)
