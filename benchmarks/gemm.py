@@ -26,11 +26,17 @@ backend, not a user path.  Then, in one process:
    against ``torch.matmul`` on the same stored operands (``torch.matmul(a, b)`` for ``b_n``).
 
 Results go to ``OUT/gemm.json`` (written after every step) and a table on stdout.
+
+Experiments: ``sweep DIR --keys ... --shapes ...`` times prepared keys against cuBLAS;
+``ptx-variants DIR main_c1`` adds PTX-level variants of a prepared K-major key (an L2 prefetch
+some k-blocks ahead of each operand load, L2 eviction policies on the loads), marked as patched
+and timed through the backend API, never as the gated kernel.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -138,6 +144,80 @@ def prepare(directory: Path, only: list[str], grids: list[int]) -> None:
         path.write_text(json.dumps(manifest, indent=1) + "\n")
 
 
+_TMA_LOAD = re.compile(r"^(\s*)(cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes)"
+                       r" \[(%r\d+)\], \[(%rd\d+), \{(%r\d+), (%r\d+)\}\], \[(%r\d+)\];$", re.M)
+
+
+def ptx_variants(directory: Path, base: str, distances: list[int], policies: list[str]) -> list[str]:
+    """Experiments below the DSL, on the PTX prepared for ``base`` (a K-major specialization): the
+    same module with every operand TMA load followed by an L2 prefetch of the same box ``d``
+    k-blocks ahead (``cp.async.bulk.prefetch.tensor``; key ``<base>_l2pf<d>``), or with L2
+    eviction policies on the loads of A and B (``createpolicy.fractional``; ``<a>_<b>`` in
+    ``policies``, e.g. ``evict_last_evict_first``; key ``<base>_l2_<a>_<b>``).  They build here
+    and run in ``sweep`` beside ``base``, through the backend API and marked as patched: the
+    proved module is the unpatched one, so a variant that wins is a reason to express it in the
+    DSL (and prove it), not a kernel to ship."""
+    from argus.backend_ptx.assemble import build_cubin
+
+    path = directory / "manifest.json"
+    manifest = json.loads(path.read_text())
+    entry = manifest[base]
+    if _majors(entry["variant"]) != ("k", "k"):
+        raise SystemExit(f"{base}: the PTX variants assume K-major operands (K is a load's first coordinate)")
+    ptx = pickle.loads((directory / f"{base}.pickle").read_bytes())
+    loads = _TMA_LOAD.findall(ptx.text)
+    if len(loads) != 2:
+        raise SystemExit(f"{base}: expected the two operand TMA loads (A, then B) in the PTX, found {len(loads)}")
+    bk = entry["consts"].get("BK", 64)
+    declarations = re.search(r"^\t\.reg \.b64 %rd<\d+>;$", ptx.text, re.M)
+    prologue_end = list(re.finditer(r"^\tcvta\.param\.u64 %rd\d+, %rd\d+;$", ptx.text, re.M))[-1]
+
+    def patched(distance: int | None, pair: tuple[str, str] | None) -> tuple[str, str]:
+        text = ptx.text
+        if pair is not None:  # the policies, created once at entry after the tensor maps' addresses
+            made = "".join(f"\n\tcreatepolicy.fractional.L2::{p}.b64 %argus_pol{i}, 1.0;" for i, p in enumerate(pair))
+            text = text[:prologue_end.end()] + made + text[prologue_end.end():]
+
+        def load(match: re.Match) -> str:
+            indent, op, dst, tmap, k, row, bar = match.groups()
+            operand = 0 if tmap == loads[0][3] else 1
+            if pair is None:
+                out = match.group(0)
+            else:
+                out = f"{indent}{op}.L2::cache_hint [{dst}], [{tmap}, {{{k}, {row}}}], [{bar}], %argus_pol{operand};"
+            if distance is not None:
+                out += (f"\n{indent}add.s32 %argus_pk{operand}, {k}, {distance * bk};"
+                        f"\n{indent}cp.async.bulk.prefetch.tensor.2d.L2.global.tile [{tmap}, {{%argus_pk{operand}, {row}}}];")
+            return out
+
+        text = _TMA_LOAD.sub(load, text)
+        decl = declarations.group(0) + "\n\t.reg .b32 %argus_pk<2>;\n\t.reg .b64 %argus_pol<2>;"
+        text = text.replace(declarations.group(0), decl, 1)
+        what = (f"L2 prefetch {distance} k-blocks ahead" if distance is not None else
+                f"L2 policies A {pair[0]}, B {pair[1]}")
+        return text, what
+
+    jobs = [(f"{base}_l2pf{d}", d, None) for d in distances]
+    for spec in policies:
+        a, _, b = spec.partition("_evict_")
+        jobs.append((f"{base}_l2_{spec}", None, (a, "evict_" + b)))
+    made = []
+    for key, distance, pair in jobs:
+        text, what = patched(distance, pair)
+        variant = dataclasses.replace(ptx, text=text)
+        cubin = build_cubin(variant, f"{entry['kernel_hash']}+{key}", cache=False)
+        (directory / f"{key}.cubin").write_bytes(cubin.image)
+        (directory / f"{key}.ptx").write_text(text)
+        (directory / f"{key}.pickle").write_bytes(pickle.dumps(variant))
+        report = [line.strip() for line in cubin.log.splitlines() if "registers" in line or "spill" in line]
+        manifest[key] = {**entry, "ptx_sha256": hashlib.sha256(text.encode()).hexdigest(), "tool": cubin.tool,
+                         "ptx_patch": what, "gate_here": "PTX patched: not what the gate proved", "ptxas": report}
+        made.append(key)
+        print(f"{key:24s} {what} {report}", flush=True)
+    path.write_text(json.dumps(manifest, indent=1) + "\n")
+    return made
+
+
 # --------------------------------------------------------------------------- run (GPU)
 
 
@@ -152,6 +232,12 @@ def _compiled(directory: Path, key: str, entry: dict, sms: int):
 
     kernel = _kernel(entry["variant"])
     specialized = kernel.specialize(**entry["consts"], SMS=sms)
+    if entry.get("ptx_patch"):  # an experiment on the emitted PTX: the gate's module is not what runs
+        ptx = pickle.loads((directory / f"{key}.pickle").read_bytes())
+        assert hashlib.sha256(ptx.text.encode()).hexdigest() == entry["ptx_sha256"]
+        cubin = Cubin((directory / f"{key}.cubin").read_bytes(), entry["ptx_sha256"], entry["tool"], "", True)
+        return (CompiledKernel(specialized, None, ptx, cubin),
+                f"PTX patched after emission ({entry['ptx_patch']}): an experiment, timed through the backend API")
     try:
         require_proof(specialized, verify=False)
         return compile(kernel, **entry["consts"], SMS=sms), "proved (proof record); argus.compile"
@@ -506,6 +592,12 @@ def main() -> None:
     f.add_argument("key")
     f.add_argument("--shape", type=int, nargs=3, default=[4096, 4096, 4096])
     f.add_argument("--launches", type=int, default=2)
+    v = sub.add_parser("ptx-variants", help="PTX-level experiments on a prepared K-major key (L2 prefetch, L2 policies)")
+    v.add_argument("directory", type=Path)
+    v.add_argument("base", help="a prepared key, e.g. main_c1")
+    v.add_argument("--prefetch", type=int, nargs="*", default=[4, 8, 16], help="k-blocks ahead")
+    v.add_argument("--policies", nargs="*", default=["evict_last_evict_first", "evict_last_evict_last"],
+                   help="<A's policy>_<B's policy>")
     w = sub.add_parser("sweep")
     w.add_argument("directory", type=Path)
     w.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gemm_out")))
@@ -521,6 +613,8 @@ def main() -> None:
         profile(args.directory, args.key, tuple(args.shape), args.launches)
     elif args.command == "prepare":
         prepare(args.directory, args.only, args.grids)
+    elif args.command == "ptx-variants":
+        ptx_variants(args.directory, args.base, args.prefetch, args.policies)
     else:
         run(args.directory, args.out, args.repeat, args.tune_repeat, args.no_tune)
 

@@ -1,0 +1,69 @@
+"""``benchmarks/gemm.py ptx-variants``: experiments below the DSL on a prepared GEMM module (an L2
+prefetch some k-blocks ahead of each operand load, L2 eviction policies on the loads).  They must
+touch exactly the two operand loads, prefetch the right box, and stay marked as patched, so that
+``sweep`` never passes them off as the gated kernel."""
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from argus.toolchain import find_ptxas
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("gemm_benchmark_variants", ROOT / "benchmarks" / "gemm.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed (pip install 'argus-kernels[nvidia]')")
+def test_prefetch_and_policy_variants_patch_the_two_operand_loads(tmp_path):
+    bench = _bench()
+    bench.prepare(tmp_path, ["main_c0"], [])
+    made = bench.ptx_variants(tmp_path, "main_c0", [8], ["evict_last_evict_first"])
+    assert made == ["main_c0_l2pf8", "main_c0_l2_evict_last_evict_first"]
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    base = (tmp_path / "main_c0.ptx").read_text()
+    loads = bench._TMA_LOAD.findall(base)
+    assert [tmap for _, _, _, tmap, *_ in loads] == ["%rd8", "%rd10"]  # A, then B
+
+    prefetched = (tmp_path / "main_c0_l2pf8.ptx").read_text()
+    bk = manifest["main_c0"]["consts"]["BK"]
+    for i, (_, _, _, tmap, k, row, _) in enumerate(loads):
+        step = re.escape(f"add.s32 %argus_pk{i}, {k}, {8 * bk};")
+        fetch = re.escape(f"cp.async.bulk.prefetch.tensor.2d.L2.global.tile [{tmap}, {{%argus_pk{i}, {row}}}];")
+        assert re.search(step + r"\s+" + fetch, prefetched)
+    assert prefetched.count("cp.async.bulk.prefetch.tensor") == 2
+    assert len(bench._TMA_LOAD.findall(prefetched)) == 2  # the loads themselves unchanged
+
+    hinted = (tmp_path / "main_c0_l2_evict_last_evict_first.ptx").read_text()
+    assert "createpolicy.fractional.L2::evict_last.b64 %argus_pol0, 1.0;" in hinted
+    assert "createpolicy.fractional.L2::evict_first.b64 %argus_pol1, 1.0;" in hinted
+    assert hinted.count(".L2::cache_hint") == 2
+    assert re.search(r"cache_hint \[%r\d+\], \[%rd8, .*\], %argus_pol0;", hinted)
+    assert re.search(r"cache_hint \[%r\d+\], \[%rd10, .*\], %argus_pol1;", hinted)
+    assert hinted.index("createpolicy") < hinted.index("cache_hint")
+
+    for key in made:
+        entry = manifest[key]
+        assert entry["ptx_patch"] and entry["kernel_hash"] == manifest["main_c0"]["kernel_hash"]
+        assert (tmp_path / f"{key}.cubin").stat().st_size > 0
+        assert "0 bytes spill stores" in " ".join(entry["ptxas"])
+
+
+def test_variants_refuse_operands_whose_first_coordinate_is_not_k(tmp_path):
+    bench = _bench()
+    (tmp_path / "manifest.json").write_text(json.dumps({"b_n_tuned": {"variant": "b_n", "consts": {}}}))
+    with pytest.raises(SystemExit, match="K-major"):
+        bench.ptx_variants(tmp_path, "b_n_tuned", [8], [])
