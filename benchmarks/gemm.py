@@ -198,9 +198,12 @@ def ptx_variants(directory: Path, base: str, distances: list[int], policies: lis
         return text, what
 
     jobs = [(f"{base}_l2pf{d}", d, None) for d in distances]
+    known = ("evict_first", "evict_last", "evict_normal", "evict_unchanged")
     for spec in policies:
-        a, _, b = spec.partition("_evict_")
-        jobs.append((f"{base}_l2_{spec}", None, (a, "evict_" + b)))
+        pair = next(((a, b) for a in known for b in known if spec == f"{a}_{b}"), None)
+        if pair is None:
+            raise SystemExit(f"policy pair {spec!r}: give <A's>_<B's>, each one of {', '.join(known)}")
+        jobs.append((f"{base}_l2_{spec}", None, pair))
     made = []
     for key, distance, pair in jobs:
         text, what = patched(distance, pair)

@@ -67,3 +67,12 @@ def test_variants_refuse_operands_whose_first_coordinate_is_not_k(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"b_n_tuned": {"variant": "b_n", "consts": {}}}))
     with pytest.raises(SystemExit, match="K-major"):
         bench.ptx_variants(tmp_path, "b_n_tuned", [8], [])
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed (pip install 'argus-kernels[nvidia]')")
+def test_an_unknown_policy_pair_is_refused_before_anything_is_built(tmp_path):
+    bench = _bench()
+    bench.prepare(tmp_path, ["main_c0"], [])
+    with pytest.raises(SystemExit, match="evict_last, evict_normal"):
+        bench.ptx_variants(tmp_path, "main_c0", [4], ["evict_last_keep"])
+    assert not list(tmp_path.glob("main_c0_l2*"))
