@@ -227,7 +227,7 @@ def ptx_variants(directory: Path, base: str, distances: list[int], policies: lis
 def _compiled(directory: Path, key: str, entry: dict, sms: int):
     """(kernel, how it passed the gate): through ``argus.compile`` when a proof record exists,
     else through the backend's internal API with the module and cubin prepared here."""
-    from argus.backend_ptx.assemble import Cubin, build_cubin
+    from argus.backend_ptx.assemble import build_cubin
     from argus.backend_ptx.emit import emit_ptx
     from argus.runtime import CompiledKernel, VerificationRequired, compile
     from argus.runtime.gate import require_proof
@@ -236,10 +236,7 @@ def _compiled(directory: Path, key: str, entry: dict, sms: int):
     kernel = _kernel(entry["variant"])
     specialized = kernel.specialize(**entry["consts"], SMS=sms)
     if entry.get("ptx_patch"):  # an experiment on the emitted PTX: the gate's module is not what runs
-        ptx = pickle.loads((directory / f"{key}.pickle").read_bytes())
-        assert hashlib.sha256(ptx.text.encode()).hexdigest() == entry["ptx_sha256"]
-        cubin = Cubin((directory / f"{key}.cubin").read_bytes(), entry["ptx_sha256"], entry["tool"], "", True)
-        return (CompiledKernel(specialized, None, ptx, cubin),
+        return (CompiledKernel(specialized, None, *_prepared(directory, key, entry)),
                 f"PTX patched after emission ({entry['ptx_patch']}): an experiment, timed through the backend API")
     try:
         require_proof(specialized, verify=False)
@@ -250,10 +247,17 @@ def _compiled(directory: Path, key: str, entry: dict, sms: int):
         ptx = emit_ptx(specialized, "sm_90a", root=str(ROOT))  # another SM count: build here
         return CompiledKernel(specialized, None, ptx, build_cubin(ptx, kernel_hash(specialized))), gate + "; built here"
     # the same IR after policies (kernel hash): the module emitted from it when preparing
+    return CompiledKernel(specialized, None, *_prepared(directory, key, entry)), gate + f"; prepared cubin ({entry['tool']})"
+
+
+def _prepared(directory: Path, key: str, entry: dict) -> tuple:
+    """(PTX module, cubin) that ``prepare`` (or ``ptx-variants``) saved for ``key``, the module
+    checked against the manifest's hash."""
+    from argus.backend_ptx.assemble import Cubin
+
     ptx = pickle.loads((directory / f"{key}.pickle").read_bytes())
     assert hashlib.sha256(ptx.text.encode()).hexdigest() == entry["ptx_sha256"]
-    cubin = Cubin((directory / f"{key}.cubin").read_bytes(), entry["ptx_sha256"], entry["tool"], "", True)
-    return CompiledKernel(specialized, None, ptx, cubin), gate + f"; prepared cubin ({entry['tool']})"
+    return ptx, Cubin((directory / f"{key}.cubin").read_bytes(), entry["ptx_sha256"], entry["tool"], "", True)
 
 
 def _torch_dtype(name: str):
