@@ -29,8 +29,9 @@ Results go to ``OUT/gemm.json`` (written after every step) and a table on stdout
 
 Experiments: ``sweep DIR --keys ... --shapes ...`` times prepared keys against cuBLAS;
 ``ptx-variants DIR main_c1`` adds PTX-level variants of a prepared K-major key (an L2 prefetch
-some k-blocks ahead of each operand load, L2 eviction policies on the loads), marked as patched
-and timed through the backend API, never as the gated kernel.
+some k-blocks ahead of each operand load, L2 eviction policies on the loads, one release
+arrival per warp or warpgroup), marked as patched and timed through the backend API, never as
+the gated kernel.
 """
 
 from __future__ import annotations
@@ -148,12 +149,21 @@ _TMA_LOAD = re.compile(r"^(\s*)(cp\.async\.bulk\.tensor\.2d\.shared::cluster\.gl
                        r" \[(%r\d+)\], \[(%rd\d+), \{(%r\d+), (%r\d+)\}\], \[(%r\d+)\];$", re.M)
 
 
-def ptx_variants(directory: Path, base: str, distances: list[int], policies: list[str]) -> list[str]:
+def ptx_variants(directory: Path, base: str, distances: list[int], policies: list[str],
+                 releases: list[str] = ()) -> list[str]:
     """Experiments below the DSL, on the PTX prepared for ``base`` (a K-major specialization): the
     same module with every operand TMA load followed by an L2 prefetch of the same box ``d``
     k-blocks ahead (``cp.async.bulk.prefetch.tensor``; key ``<base>_l2pf<d>``), or with L2
     eviction policies on the loads of A and B (``createpolicy.fractional``; ``<a>_<b>`` in
-    ``policies``, e.g. ``evict_last_evict_first``; key ``<base>_l2_<a>_<b>``).  They build here
+    ``policies``, e.g. ``evict_last_evict_first``; key ``<base>_l2_<a>_<b>``), or with fewer
+    arrivals on the stages' empty barriers (``releases``; key ``<base>_rel<how>``): a per-thread
+    release (``RELEASE="threads"``) made one arrival per warp (``warp``: lane 0, after the warp's
+    ``wgmma.wait_group``) or per consumer warpgroup (``warpgroup``: its first thread), and on a
+    2-block cluster ``spread`` — per warpgroup, the local arrival by its first warp and the
+    remote one by its second, as CUTLASS's cooperative kernels spread them; ``elect``: per warp,
+    the lane chosen by ``elect.sync`` at the release.  These rely on a
+    warp's ``wgmma.wait_group`` retiring its warpgroup's reads of the stage, which the DSL's
+    model does not grant (it asks every reader to arrive, or a barrier before one does).  They build here
     and run in ``sweep`` beside ``base``, through the backend API and marked as patched: the
     proved module is the unpatched one, so a variant that wins is a reason to express it in the
     DSL (and prove it), not a kernel to ship."""
@@ -162,11 +172,18 @@ def ptx_variants(directory: Path, base: str, distances: list[int], policies: lis
     path = directory / "manifest.json"
     manifest = json.loads(path.read_text())
     entry = manifest[base]
-    if _majors(entry["variant"]) != ("k", "k"):
+    if (distances or policies) and _majors(entry["variant"]) != ("k", "k"):
         raise SystemExit(f"{base}: the PTX variants assume K-major operands (K is a load's first coordinate)")
+    cluster = entry["consts"].get("CLUSTER", 1)
+    for how in releases:
+        if how not in _RELEASES or (how == "spread" and cluster == 1):
+            raise SystemExit(f"release {how!r}: give warp or warpgroup" + (", or spread on a 2-block cluster"
+                                                                           if cluster == 1 else " or spread"))
+        if entry["consts"].get("RELEASE", "warpgroups") != "threads":
+            raise SystemExit(f"{base}: the release variants start from a per-thread release (RELEASE='threads')")
     ptx = pickle.loads((directory / f"{base}.pickle").read_bytes())
     loads = _TMA_LOAD.findall(ptx.text)
-    if len(loads) != 2:
+    if (distances or policies) and len(loads) != 2:
         raise SystemExit(f"{base}: expected the two operand TMA loads (A, then B) in the PTX, found {len(loads)}")
     bk = entry["consts"].get("BK", 64)
     declarations = re.search(r"^\t\.reg \.b64 %rd<\d+>;$", ptx.text, re.M)
@@ -204,9 +221,10 @@ def ptx_variants(directory: Path, base: str, distances: list[int], policies: lis
         if pair is None:
             raise SystemExit(f"policy pair {spec!r}: give <A's>_<B's>, each one of {', '.join(known)}")
         jobs.append((f"{base}_l2_{spec}", None, pair))
+    jobs += [(f"{base}_rel{how}", None, how) for how in releases]
     made = []
     for key, distance, pair in jobs:
-        text, what = patched(distance, pair)
+        text, what = _fewer_arrivals(ptx.text, pair, cluster) if pair in _RELEASES else patched(distance, pair)
         variant = dataclasses.replace(ptx, text=text)
         cubin = build_cubin(variant, f"{entry['kernel_hash']}+{key}", cache=False)
         (directory / f"{key}.cubin").write_bytes(cubin.image)
@@ -219,6 +237,40 @@ def ptx_variants(directory: Path, base: str, distances: list[int], policies: lis
         print(f"{key:24s} {what} {report}", flush=True)
     path.write_text(json.dumps(manifest, indent=1) + "\n")
     return made
+
+
+_RELEASES = ("warp", "warpgroup", "spread", "elect")
+
+
+def _fewer_arrivals(text: str, how: str, cluster: int) -> tuple[str, str]:
+    """The PTX of a per-thread release with one arrival per warp or per warpgroup (see
+    ``ptx_variants``): the empty barriers' count shrinks to match and the arrivals on them get a
+    lane predicate."""
+    threads = 256 * cluster  # RELEASE="threads": every consumer thread of every receiving block
+    inits = re.findall(rf"^\tmbarrier\.init\.shared::cta\.b64 \[[^\]]+\], {threads};$", text, re.M)
+    local = re.findall(r"^\tmbarrier\.arrive\.shared::cta\.b64 _, \[[^\]]+\];$", text, re.M)
+    remote = re.findall(r"^\tmbarrier\.arrive\.shared::cluster\.b64 _, \[[^\]]+\];$", text, re.M)
+    if not inits or len(local) != 1 or len(remote) != (cluster > 1):
+        raise SystemExit(f"expected the empty barriers (count {threads}) and one release, found {len(inits)} "
+                         f"inits, {len(local)} local and {len(remote)} remote arrivals")
+    per_block = {"warp": 8, "warpgroup": 2, "spread": 2, "elect": 8}[how]
+    mask, first, second = {"warp": (31, 0, 0), "warpgroup": (127, 0, 0), "spread": (127, 0, 32), "elect": (31, 0, 0)}[how]
+    for line in inits:
+        text = text.replace(line, line.replace(f", {threads};", f", {per_block * cluster};"))
+    # "elect": the warp elects its arriving lane at the release (``elect.sync``, which ptxas knows
+    # picks one lane of a converged warp) instead of a lane test made at entry
+    elect = "\telect.sync _|%argus_rel0, -1;\n" if how == "elect" else ""
+    text = text.replace(local[0], f"{elect}\t@%argus_rel0 {local[0][1:]}")
+    if remote:
+        text = text.replace(remote[0], f"\t@%argus_rel{0 if elect else 1} {remote[0][1:]}")
+    declarations = re.search(r"^\t\.reg \.b64 %rd<\d+>;$", text, re.M).group(0)
+    text = text.replace(declarations, declarations + "\n\t.reg .b32 %argus_lane;\n\t.reg .pred %argus_rel<2>;", 1)
+    entry = list(re.finditer(r"^\tcvta\.param\.u64 %rd\d+, %rd\d+;$", text, re.M))[-1]
+    made = (f"\n\tmov.u32 %argus_lane, %tid.x;\n\tand.b32 %argus_lane, %argus_lane, {mask};"
+            f"\n\tsetp.eq.u32 %argus_rel0, %argus_lane, {first};\n\tsetp.eq.u32 %argus_rel1, %argus_lane, {second};")
+    text = text[:entry.end()] + made + text[entry.end():]
+    what = {"spread": "warpgroup (local and remote from different warps)", "elect": "warp (elect.sync)"}.get(how, how)
+    return text, f"one empty-barrier arrival per {what}"
 
 
 # --------------------------------------------------------------------------- run (GPU)
@@ -599,12 +651,16 @@ def main() -> None:
     f.add_argument("key")
     f.add_argument("--shape", type=int, nargs=3, default=[4096, 4096, 4096])
     f.add_argument("--launches", type=int, default=2)
-    v = sub.add_parser("ptx-variants", help="PTX-level experiments on a prepared K-major key (L2 prefetch, L2 policies)")
+    v = sub.add_parser("ptx-variants", help="PTX-level experiments on a prepared key (L2 prefetch and policies: "
+                                            "K-major keys; fewer release arrivals)")
     v.add_argument("directory", type=Path)
     v.add_argument("base", help="a prepared key, e.g. main_c1")
     v.add_argument("--prefetch", type=int, nargs="*", default=[4, 8, 16], help="k-blocks ahead")
     v.add_argument("--policies", nargs="*", default=["evict_last_evict_first", "evict_last_evict_last"],
                    help="<A's policy>_<B's policy>")
+    v.add_argument("--releases", nargs="*", default=[], choices=_RELEASES,
+                   help="one empty-barrier arrival per warp / warpgroup (spread: local and remote from two warps; "
+                        "elect: per warp, by elect.sync)")
     w = sub.add_parser("sweep")
     w.add_argument("directory", type=Path)
     w.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gemm_out")))
@@ -621,7 +677,7 @@ def main() -> None:
     elif args.command == "prepare":
         prepare(args.directory, args.only, args.grids)
     elif args.command == "ptx-variants":
-        ptx_variants(args.directory, args.base, args.prefetch, args.policies)
+        ptx_variants(args.directory, args.base, args.prefetch, args.policies, args.releases)
     else:
         run(args.directory, args.out, args.repeat, args.tune_repeat, args.no_tune)
 

@@ -76,3 +76,48 @@ def test_an_unknown_policy_pair_is_refused_before_anything_is_built(tmp_path):
     with pytest.raises(SystemExit, match="evict_last, evict_normal"):
         bench.ptx_variants(tmp_path, "main_c0", [4], ["evict_last_keep"])
     assert not list(tmp_path.glob("main_c0_l2*"))
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed (pip install 'argus-kernels[nvidia]')")
+def test_release_variants_shrink_the_empty_barriers_and_predicate_the_release(tmp_path):
+    bench = _bench()
+    bench.prepare(tmp_path, ["main_c0", "main_c1_cluster2"], [])
+    assert bench.ptx_variants(tmp_path, "main_c0", [], [], ["warp", "warpgroup"]) == [
+        "main_c0_relwarp", "main_c0_relwarpgroup"]
+    base = (tmp_path / "main_c0.ptx").read_text()
+    assert len(re.findall(r"mbarrier\.init\.shared::cta\.b64 \[[^\]]+\], 256;", base)) == 4  # STAGES empty barriers
+    for key, count, mask in (("main_c0_relwarp", 8, 31), ("main_c0_relwarpgroup", 2, 127)):
+        text = (tmp_path / f"{key}.ptx").read_text()
+        assert len(re.findall(rf"mbarrier\.init\.shared::cta\.b64 \[[^\]]+\], {count};", text)) == 4
+        assert len(re.findall(r"mbarrier\.init\.shared::cta\.b64 \[[^\]]+\], 1;", text)) == 4  # full barriers kept
+        assert f"and.b32 %argus_lane, %argus_lane, {mask};" in text
+        assert "setp.eq.u32 %argus_rel0, %argus_lane, 0;" in text
+        assert re.search(r"@%argus_rel0 mbarrier\.arrive\.shared::cta\.b64 _, \[%r\d+\+\d+\];", text)
+        assert text.count("mbarrier.arrive.shared::cta.b64") == 1  # the producer's expect-tx arrival untouched
+        assert text.count("mbarrier.arrive.expect_tx") == base.count("mbarrier.arrive.expect_tx")
+
+    bench.ptx_variants(tmp_path, "main_c0", [], [], ["elect"])
+    elected = (tmp_path / "main_c0_relelect.ptx").read_text()
+    assert len(re.findall(r"mbarrier\.init\.shared::cta\.b64 \[[^\]]+\], 8;", elected)) == 4
+    assert re.search(r"elect\.sync _\|%argus_rel0, -1;\s+@%argus_rel0 mbarrier\.arrive\.shared::cta", elected)
+
+    bench.ptx_variants(tmp_path, "main_c1_cluster2", [], [], ["warp", "spread"])
+    spread = (tmp_path / "main_c1_cluster2_relspread.ptx").read_text()
+    assert len(re.findall(r"mbarrier\.init\.shared::cta\.b64 \[[^\]]+\], 4;", spread)) == 4  # 2 warpgroups x 2 blocks
+    assert "setp.eq.u32 %argus_rel1, %argus_lane, 32;" in spread  # the remote arrival from the second warp
+    assert re.search(r"@%argus_rel1 mbarrier\.arrive\.shared::cluster\.b64 _, \[%r\d+\];", spread)
+    warp = (tmp_path / "main_c1_cluster2_relwarp.ptx").read_text()
+    assert len(re.findall(r"mbarrier\.init\.shared::cta\.b64 \[[^\]]+\], 16;", warp)) == 4  # 8 warps x 2 blocks
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert all(manifest[k]["ptx_patch"].startswith("one empty-barrier arrival") for k in
+               ("main_c0_relwarp", "main_c1_cluster2_relspread"))
+
+    with pytest.raises(SystemExit, match="spread on a 2-block cluster"):
+        bench.ptx_variants(tmp_path, "main_c0", [], [], ["spread"])
+
+
+def test_release_variants_need_a_per_thread_release(tmp_path):
+    bench = _bench()
+    (tmp_path / "manifest.json").write_text(json.dumps({"main_e0": {"variant": "main", "consts": {"BN": 256}}}))
+    with pytest.raises(SystemExit, match="RELEASE='threads'"):
+        bench.ptx_variants(tmp_path, "main_e0", [], [], ["warp"])
