@@ -19,6 +19,8 @@ backend, not a user path.  Then, in one process:
    odd shapes and at every benchmarked shape, against a float64 reference, with torch's own
    error on the same inputs beside it;
 2. the autotuner: every candidate timed at every shape (short runs), best recorded per shape;
+   ``main_c1_sms128`` (the 4096³ pick on 128 persistent blocks) competes once the gate passes
+   it (a proof record at that grid), never as a refused kernel;
 3. the benchmark: the best candidate and ``torch.matmul(a, b.T)`` interleaved by
    :func:`argus.runtime.timing.benchmark` (warm-up, L2 flushed before every timed call,
    rotating inputs, median of >= 50 runs), TFLOP/s and the ratio;
@@ -91,6 +93,9 @@ def _specializations() -> list[tuple[str, str, dict]]:
         out.append((f"main_c{i}", "main", cfg.consts()))
     out.append(("main_e0", "main", EARLIER[0].consts()))  # one wgmma group in flight (not autotuned)
     out.append(("main_c1_cluster2", "main", {**CANDIDATES[1].consts(), "CLUSTER": 2}))  # B multicast to 2 blocks
+    # 128 persistent blocks: the same waves as 132 at every benchmarked shape (their tile counts are
+    # multiples of 128), each block the same number of tiles, each wave whole GROUP_M groups' columns
+    out.append(("main_c1_sms128", "main", {**CANDIDATES[1].consts(), "SMS": 128}))
     # an fp32 C stored from registers, against the TMA epilogue that "auto" takes (not autotuned)
     out.append(("f32_out_direct", "f32_out", {**tuned_config(4096, 4096, 4096).consts(), "EPILOGUE": "direct"}))
     for variant in VARIANTS:
@@ -98,6 +103,12 @@ def _specializations() -> list[tuple[str, str, dict]]:
             out.append((f"{variant}_tuned", variant, tuned_config(4096, 4096, 4096).consts()))
             out.append((f"{variant}_skinny", variant, tuned_config(BM, 14336, 4096).consts()))  # the M <= 128 pick
     return out
+
+
+def _with_grid(consts: dict, sms: int) -> dict:
+    """The ``const`` arguments of a specialization: ``consts`` and the persistent grid ``SMS``
+    (the device's SM count unless the key fixes its own)."""
+    return {"SMS": sms, **consts}
 
 
 def _kernel(variant: str):
@@ -120,12 +131,13 @@ def prepare(directory: Path, only: list[str], grids: list[int]) -> None:
     manifest = json.loads(path.read_text()) if path.exists() else {}
     jobs = [(key, variant, consts, H200_SMS) for key, variant, consts in _specializations()]
     jobs += [(f"{key}_sms{sms}", variant, consts, sms) for key, variant, consts in _specializations() for sms in grids
-             if sms != H200_SMS]  # other persistent grid sizes, for `sweep`
+             if sms != H200_SMS and "SMS" not in consts]  # other persistent grid sizes, for `sweep`
     for key, variant, consts, sms in jobs:
         if only and key not in only:
             continue
         start = time.time()
-        specialized = _kernel(variant).specialize(**consts, SMS=sms)
+        sms = consts.get("SMS", sms)  # a key with its own persistent grid
+        specialized = _kernel(variant).specialize(**_with_grid(consts, sms))
         try:
             require_proof(specialized, verify=False)
             gate = "proved (record found)"
@@ -286,13 +298,14 @@ def _compiled(directory: Path, key: str, entry: dict, sms: int):
     from argus.spec.kernel import kernel_hash
 
     kernel = _kernel(entry["variant"])
-    specialized = kernel.specialize(**entry["consts"], SMS=sms)
+    sms = entry["consts"].get("SMS", sms)  # a key with its own persistent grid keeps it
+    specialized = kernel.specialize(**_with_grid(entry["consts"], sms))
     if entry.get("ptx_patch"):  # an experiment on the emitted PTX: the gate's module is not what runs
         return (CompiledKernel(specialized, None, *_prepared(directory, key, entry)),
                 f"PTX patched after emission ({entry['ptx_patch']}): an experiment, timed through the backend API")
     try:
         require_proof(specialized, verify=False)
-        return compile(kernel, **entry["consts"], SMS=sms), "proved (proof record); argus.compile"
+        return compile(kernel, **_with_grid(entry["consts"], sms)), "proved (proof record); argus.compile"
     except VerificationRequired as refusal:
         gate = f"gate: refused ({str(refusal).splitlines()[0][:160]}), timed through the backend API"
     if sms != entry["sms"] or kernel_hash(specialized) != entry["kernel_hash"]:
@@ -457,7 +470,9 @@ def run(directory: Path, out: Path, repeat: int, tune_repeat: int, skip_tune: bo
         return 2.0 * m * n * k
 
     # 2. the autotuner: every passing candidate of the main variant at every shape
-    candidates = [k for k in manifest if re.fullmatch(r"main_c\d+", k) and k in good]  # CANDIDATES only
+    # CANDIDATES, and a candidate at another persistent grid where the gate passed it (a proof record)
+    candidates = [k for k in manifest if k in good and (re.fullmatch(r"main_c\d+", k) or (
+        re.fullmatch(r"main_c\d+_sms\d+", k) and results["gate"][k].startswith("proved")))]
     for shape in SHAPES:
         sets = [_inputs("main", shape, seed=7 + r) for r in range(2)]
         if skip_tune or len(candidates) == 1:

@@ -9,7 +9,7 @@ Specializations are those of ``benchmarks/gemm.py prepare`` (keys ``main_c<i>`` 
 of ``CANDIDATES``; for the other types, epilogues and operand layouts, ``<variant>_tuned`` with
 the autotuner's pick at 4096³ and ``<variant>_skinny`` with its pick for one tile row, M <= 128:
 ``tuned_picks()``), at the persistent grid of the target (``--sms``, 132 on an H200;
-the grid is a ``const`` of the kernel, so a record is bound to it).  The default keys exclude
+the grid is a ``const`` of the kernel, so a record is bound to it; ``main_c1_sms128`` fixes its own).  The default keys exclude
 the schedule experiments that the autotuner never picks (``main_e0``, ``main_c1_cluster2``).
 
 The solver is z3 alone (it decides every VC of these kernels; cvc5 gives up on the largest)
@@ -89,7 +89,7 @@ def main() -> int:
     try:
         for key in chosen:
             variant, consts = keys[key]
-            kernel = _kernel(variant).specialize(**consts, SMS=args.sms)
+            kernel = _kernel(variant).specialize(**{"SMS": args.sms, **consts})  # a key may fix its own grid
             start = time.perf_counter()
             report = verify_kernel(kernel, prover=prover, replay=False, retries=args.retries,
                                    retry_budget=args.retry_budget, race=not args.no_race,

@@ -121,3 +121,18 @@ def test_release_variants_need_a_per_thread_release(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"main_e0": {"variant": "main", "consts": {"BN": 256}}}))
     with pytest.raises(SystemExit, match="RELEASE='threads'"):
         bench.ptx_variants(tmp_path, "main_e0", [], [], ["warp"])
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed (pip install 'argus-kernels[nvidia]')")
+def test_a_key_with_its_own_persistent_grid_keeps_it(tmp_path):
+    bench = _bench()
+    keys = {key: consts for key, _, consts in bench._specializations()}
+    assert keys["main_c1_sms128"]["SMS"] == 128 and "SMS" not in keys["main_c1"]
+    bench.prepare(tmp_path, ["main_c1", "main_c1_sms128", "main_c1_sms128_sms120"], [120])
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert "main_c1_sms128_sms120" not in manifest  # --grids leaves a fixed grid alone
+    assert (manifest["main_c1"]["sms"], manifest["main_c1_sms128"]["sms"]) == (132, 128)
+    assert manifest["main_c1"]["kernel_hash"] != manifest["main_c1_sms128"]["kernel_hash"]
+    # the sweep and the gated run specialize it at its own grid, whatever the device's SM count
+    assert bench._with_grid(manifest["main_c1_sms128"]["consts"], 132)["SMS"] == 128
+    assert bench._with_grid(manifest["main_c1"]["consts"], 114)["SMS"] == 114
