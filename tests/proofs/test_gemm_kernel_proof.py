@@ -312,6 +312,27 @@ def test_every_specialization_the_benchmark_runs_has_a_proof_record(args, config
     assert {"mma-operands", "tag", "coverage", "phase", "race", "write-conflict"} <= {e.property for e in record.vcs}
 
 
+def test_the_benchmark_grid_candidates_have_proof_records():
+    """``benchmarks/gemm.py``'s keys at a fixed persistent grid (``main_c1_sms128``) enter its
+    autotuner only through the gate: their records must exist and be bound to the kernel now."""
+    import importlib.util
+    from pathlib import Path
+
+    from argus.runtime.gate import find_record
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gemm.py"
+    spec = importlib.util.spec_from_file_location("gemm_benchmark_grids", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    fixed = [(key, variant, consts) for key, variant, consts in bench._specializations() if "SMS" in consts]
+    assert [key for key, *_ in fixed] == ["main_c1_sms128"]
+    for key, variant, consts in fixed:
+        kernel = G.gemm_kernel(*bench.VARIANTS[variant]).specialize(**consts)
+        record = find_record(kernel)
+        assert record is not None and record.proved and record.matches(kernel), f"{key}: no current proof record"
+        assert record.consts["SMS"] == consts["SMS"]
+
+
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="; ".join(REMAINING))
 def test_the_default_specialization_is_not_proved_under_the_default_limits():
