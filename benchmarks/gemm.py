@@ -173,9 +173,9 @@ def ptx_variants(directory: Path, base: str, distances: list[int], policies: lis
     ``wgmma.wait_group``) or per consumer warpgroup (``warpgroup``: its first thread), and on a
     2-block cluster ``spread`` — per warpgroup, the local arrival by its first warp and the
     remote one by its second, as CUTLASS's cooperative kernels spread them; ``elect``: per warp,
-    the lane chosen by ``elect.sync`` at the release.  These rely on a
-    warp's ``wgmma.wait_group`` retiring its warpgroup's reads of the stage, which the DSL's
-    model does not grant (it asks every reader to arrive, or a barrier before one does).  They build here
+    the lane chosen by ``elect.sync`` at the release.  These rely on a warp's
+    ``wgmma.wait_group`` retiring its warpgroup's reads of the stage, which the DSL's model does
+    not grant (it asks every reader to arrive, or a barrier before one does).  They build here
     and run in ``sweep`` beside ``base``, through the backend API and marked as patched: the
     proved module is the unpatched one, so a variant that wins is a reason to express it in the
     DSL (and prove it), not a kernel to ship."""

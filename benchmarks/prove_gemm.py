@@ -9,8 +9,9 @@ Specializations are those of ``benchmarks/gemm.py prepare`` (keys ``main_c<i>`` 
 of ``CANDIDATES``; for the other types, epilogues and operand layouts, ``<variant>_tuned`` with
 the autotuner's pick at 4096³ and ``<variant>_skinny`` with its pick for one tile row, M <= 128:
 ``tuned_picks()``), at the persistent grid of the target (``--sms``, 132 on an H200;
-the grid is a ``const`` of the kernel, so a record is bound to it; ``main_c1_sms128`` fixes its own).  The default keys exclude
-the schedule experiments that the autotuner never picks (``main_e0``, ``main_c1_cluster2``).
+the grid is a ``const`` of the kernel, so a record is bound to it; ``main_c1_sms128`` fixes its
+own).  The default keys exclude the schedule experiments that the autotuner never picks
+(``main_e0``, ``main_c1_cluster2``).
 
 The solver is z3 alone (it decides every VC of these kernels; cvc5 gives up on the largest)
 under a resource limit of 10^9 units per VC, recorded in the record: the lemma that an
@@ -41,7 +42,7 @@ NOT_AUTOTUNED = ("main_e0", "main_c1_cluster2", "f32_out_direct")
 
 
 def main() -> int:
-    from gemm import H200_SMS, _kernel, _specializations
+    from gemm import H200_SMS, _kernel, _specializations, _with_grid
 
     from argus.proofs import verify, verify_kernel
     from argus.proofs.cli_verify import record_path
@@ -89,7 +90,7 @@ def main() -> int:
     try:
         for key in chosen:
             variant, consts = keys[key]
-            kernel = _kernel(variant).specialize(**{"SMS": args.sms, **consts})  # a key may fix its own grid
+            kernel = _kernel(variant).specialize(**_with_grid(consts, args.sms))  # a key may fix its own grid
             start = time.perf_counter()
             report = verify_kernel(kernel, prover=prover, replay=False, retries=args.retries,
                                    retry_budget=args.retry_budget, race=not args.no_race,
