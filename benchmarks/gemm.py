@@ -130,8 +130,9 @@ def prepare(directory: Path, only: list[str], grids: list[int]) -> None:
     path = directory / "manifest.json"
     manifest = json.loads(path.read_text()) if path.exists() else {}
     jobs = [(key, variant, consts, H200_SMS) for key, variant, consts in _specializations()]
-    jobs += [(f"{key}_sms{sms}", variant, consts, sms) for key, variant, consts in _specializations() for sms in grids
-             if sms != H200_SMS and "SMS" not in consts]  # other persistent grid sizes, for `sweep`
+    # other persistent grid sizes, for `sweep`: the key's consts carry its grid, as a fixed-grid key's do
+    jobs += [(f"{key}_sms{sms}", variant, {**consts, "SMS": sms}, sms) for key, variant, consts in _specializations()
+             for sms in grids if sms != H200_SMS and "SMS" not in consts]
     for key, variant, consts, sms in jobs:
         if only and key not in only:
             continue

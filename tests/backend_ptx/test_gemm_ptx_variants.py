@@ -128,9 +128,13 @@ def test_a_key_with_its_own_persistent_grid_keeps_it(tmp_path):
     bench = _bench()
     keys = {key: consts for key, _, consts in bench._specializations()}
     assert keys["main_c1_sms128"]["SMS"] == 128 and "SMS" not in keys["main_c1"]
-    bench.prepare(tmp_path, ["main_c1", "main_c1_sms128", "main_c1_sms128_sms120"], [120])
+    bench.prepare(tmp_path, ["main_c1", "main_c1_sms128", "main_c1_sms128_sms120", "main_c1_sms120"], [120, 128])
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert "main_c1_sms128_sms120" not in manifest  # --grids leaves a fixed grid alone
+    # a --grids key carries its grid in its consts (so main_c1_sms128 from --grids 128 is the same
+    # specialization as the fixed-grid key, whatever path specializes it)
+    assert manifest["main_c1_sms120"]["consts"]["SMS"] == manifest["main_c1_sms120"]["sms"] == 120
+    assert manifest["main_c1_sms128"]["consts"]["SMS"] == 128
     assert (manifest["main_c1"]["sms"], manifest["main_c1_sms128"]["sms"]) == (132, 128)
     assert manifest["main_c1"]["kernel_hash"] != manifest["main_c1_sms128"]["kernel_hash"]
     # the sweep and the gated run specialize it at its own grid, whatever the device's SM count
