@@ -164,7 +164,7 @@ _TMA_LOAD = re.compile(r"^(\s*)(cp\.async\.bulk\.tensor\.2d\.shared::cluster\.gl
 
 def ptx_variants(directory: Path, base: str, distances: list[int], policies: list[str],
                  releases: list[str] = ()) -> list[str]:
-    """Experiments below the DSL, on the PTX prepared for ``base`` (a K-major specialization): the
+    """Experiments below the DSL, on the PTX prepared for ``base`` (K-major for the L2 ones): the
     same module with every operand TMA load followed by an L2 prefetch of the same box ``d``
     k-blocks ahead (``cp.async.bulk.prefetch.tensor``; key ``<base>_l2pf<d>``), or with L2
     eviction policies on the loads of A and B (``createpolicy.fractional``; ``<a>_<b>`` in
@@ -199,14 +199,11 @@ def ptx_variants(directory: Path, base: str, distances: list[int], policies: lis
     if (distances or policies) and len(loads) != 2:
         raise SystemExit(f"{base}: expected the two operand TMA loads (A, then B) in the PTX, found {len(loads)}")
     bk = entry["consts"].get("BK", 64)
-    declarations = re.search(r"^\t\.reg \.b64 %rd<\d+>;$", ptx.text, re.M)
-    prologue_end = list(re.finditer(r"^\tcvta\.param\.u64 %rd\d+, %rd\d+;$", ptx.text, re.M))[-1]
 
     def patched(distance: int | None, pair: tuple[str, str] | None) -> tuple[str, str]:
-        text = ptx.text
-        if pair is not None:  # the policies, created once at entry after the tensor maps' addresses
-            made = "".join(f"\n\tcreatepolicy.fractional.L2::{p}.b64 %argus_pol{i}, 1.0;" for i, p in enumerate(pair))
-            text = text[:prologue_end.end()] + made + text[prologue_end.end():]
+        # the policies, created once at entry after the tensor maps' addresses
+        made = "".join(f"\n\tcreatepolicy.fractional.L2::{p}.b64 %argus_pol{i}, 1.0;" for i, p in enumerate(pair or ()))
+        text = _at_entry(ptx.text, "\n\t.reg .b32 %argus_pk<2>;\n\t.reg .b64 %argus_pol<2>;", made)
 
         def load(match: re.Match) -> str:
             indent, op, dst, tmap, k, row, bar = match.groups()
@@ -221,8 +218,6 @@ def ptx_variants(directory: Path, base: str, distances: list[int], policies: lis
             return out
 
         text = _TMA_LOAD.sub(load, text)
-        decl = declarations.group(0) + "\n\t.reg .b32 %argus_pk<2>;\n\t.reg .b64 %argus_pol<2>;"
-        text = text.replace(declarations.group(0), decl, 1)
         what = (f"L2 prefetch {distance} k-blocks ahead" if distance is not None else
                 f"L2 policies A {pair[0]}, B {pair[1]}")
         return text, what
@@ -252,7 +247,19 @@ def ptx_variants(directory: Path, base: str, distances: list[int], policies: lis
     return made
 
 
-_RELEASES = ("warp", "warpgroup", "spread", "elect")
+def _at_entry(text: str, registers: str, code: str) -> str:
+    """``text`` with ``registers`` declared after the kernel's 64-bit registers and ``code`` run at
+    entry, after the parameters' addresses are converted (the last ``cvta.param``)."""
+    declarations = re.search(r"^\t\.reg \.b64 %rd<\d+>;$", text, re.M).group(0)
+    text = text.replace(declarations, declarations + registers, 1)
+    entry = list(re.finditer(r"^\tcvta\.param\.u64 %rd\d+, %rd\d+;$", text, re.M))[-1]
+    return text[:entry.end()] + code + text[entry.end():]
+
+
+#: how -> (arrivals per block, lane mask, the lane of the local arrival, of the remote one, what)
+_RELEASES = {"warp": (8, 31, 0, 0, "warp"), "warpgroup": (2, 127, 0, 0, "warpgroup"),
+             "spread": (2, 127, 0, 32, "warpgroup (local and remote from different warps)"),
+             "elect": (8, 31, 0, 0, "warp (elect.sync)")}
 
 
 def _fewer_arrivals(text: str, how: str, cluster: int) -> tuple[str, str]:
@@ -266,8 +273,7 @@ def _fewer_arrivals(text: str, how: str, cluster: int) -> tuple[str, str]:
     if not inits or len(local) != 1 or len(remote) != (cluster > 1):
         raise SystemExit(f"expected the empty barriers (count {threads}) and one release, found {len(inits)} "
                          f"inits, {len(local)} local and {len(remote)} remote arrivals")
-    per_block = {"warp": 8, "warpgroup": 2, "spread": 2, "elect": 8}[how]
-    mask, first, second = {"warp": (31, 0, 0), "warpgroup": (127, 0, 0), "spread": (127, 0, 32), "elect": (31, 0, 0)}[how]
+    per_block, mask, first, second, what = _RELEASES[how]
     for line in inits:
         text = text.replace(line, line.replace(f", {threads};", f", {per_block * cluster};"))
     # "elect": the warp elects its arriving lane at the release (``elect.sync``, which ptxas knows
@@ -276,13 +282,9 @@ def _fewer_arrivals(text: str, how: str, cluster: int) -> tuple[str, str]:
     text = text.replace(local[0], f"{elect}\t@%argus_rel0 {local[0][1:]}")
     if remote:
         text = text.replace(remote[0], f"\t@%argus_rel{0 if elect else 1} {remote[0][1:]}")
-    declarations = re.search(r"^\t\.reg \.b64 %rd<\d+>;$", text, re.M).group(0)
-    text = text.replace(declarations, declarations + "\n\t.reg .b32 %argus_lane;\n\t.reg .pred %argus_rel<2>;", 1)
-    entry = list(re.finditer(r"^\tcvta\.param\.u64 %rd\d+, %rd\d+;$", text, re.M))[-1]
     made = (f"\n\tmov.u32 %argus_lane, %tid.x;\n\tand.b32 %argus_lane, %argus_lane, {mask};"
             f"\n\tsetp.eq.u32 %argus_rel0, %argus_lane, {first};\n\tsetp.eq.u32 %argus_rel1, %argus_lane, {second};")
-    text = text[:entry.end()] + made + text[entry.end():]
-    what = {"spread": "warpgroup (local and remote from different warps)", "elect": "warp (elect.sync)"}.get(how, how)
+    text = _at_entry(text, "\n\t.reg .b32 %argus_lane;\n\t.reg .pred %argus_rel<2>;", made)
     return text, f"one empty-barrier arrival per {what}"
 
 
