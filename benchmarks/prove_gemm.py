@@ -60,6 +60,9 @@ def main() -> int:
     p.add_argument("--cache", type=Path, default=ROOT / "build" / "vccache",
                    help="the VC cache (default build/vccache): a VC proved before, for this or any other "
                    "specialization, is not solved again — the fp16 kernel's VCs are the bf16 kernel's")
+    p.add_argument("--seed-cache", type=Path, action="append", default=[], metavar="RECORDS",
+                   help="first take the proved VCs of the proof records under RECORDS (e.g. proofs/) into the "
+                   "cache: after an edit of the kernel's file, only the queries the edit changed are solved")
     p.add_argument("--no-cache", action="store_true", help="solve every VC")
     p.add_argument("--retries", type=int, default=2,
                    help="attempts more for a VC z3 gave up on, each alone in a fresh z3 process")
@@ -74,6 +77,10 @@ def main() -> int:
     args = p.parse_args()
     if args.lanes < 1 or args.jobs < 1:
         p.error("--lanes and --jobs must be at least 1")
+    if args.seed_cache and not args.no_cache:
+        seeded = sum(VCCache(args.cache).seed(records) for records in args.seed_cache)
+        print(f"cache {args.cache}: {seeded} proved queries taken from {', '.join(map(str, args.seed_cache))}",
+              flush=True)
     keys = {key: (variant, consts) for key, variant, consts in _specializations()}
     chosen = args.only or [k for k in keys if k not in NOT_AUTOTUNED]
     unknown = [k for k in chosen if k not in keys]

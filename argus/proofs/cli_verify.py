@@ -52,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "the definedness guards by divisor) before the retries")
     parser.add_argument("--records", metavar="DIR", help="write a proof record per kernel under DIR")
     parser.add_argument("--cache", metavar="DIR", help="reuse proofs of unchanged VCs from DIR")
+    parser.add_argument("--seed-cache", action="append", default=[], metavar="RECORDS",
+                        help="also reuse the proved VCs listed in the proof records under RECORDS (a directory "
+                        "such as proofs/, or one record): an edited kernel re-solves only what the edit changed")
     parser.add_argument("--no-replay", action="store_true",
                         help="do not replay counterexamples on the reference interpreter")
 
@@ -187,7 +190,12 @@ def run(args: argparse.Namespace) -> int:
     unknown = set(consts) - {n for k in kernels for n in k.const_names()}
     if unknown:
         raise ArgusError(f"--consts: no kernel has a const named {', '.join(sorted(unknown))}")
-    cache = VCCache(args.cache) if args.cache else None
+    cache = VCCache(args.cache) if args.cache or args.seed_cache else None
+    for records in args.seed_cache:
+        if not Path(records).exists():
+            raise ArgusError(f"--seed-cache {records}: no such file or directory",
+                             hint="name a directory of proof records (e.g. proofs/) or one record file")
+        cache.seed(records)
     if args.budget <= 0:
         raise ArgusError(f"--budget {args.budget}: must be positive")
     if args.retries < 0:

@@ -133,6 +133,34 @@ class VCCache:
             self.hits += 1
         return entry
 
+    def _has(self, vc_hash: str) -> bool:
+        return vc_hash in self._memory or (self.directory is not None and self._path(vc_hash).exists())
+
+    def seed(self, records: str | Path) -> int:
+        """Takes the proved VCs of the proof records under ``records`` (a directory, e.g.
+        ``proofs/``, or one record file) into the cache: a kernel edited since its record was
+        written (a comment, a moved line: its IR, and so its kernel hash, changed) then re-solves
+        only the queries the edit changed, also where no earlier cache exists.  A record trusted
+        by the gate vouches for its VCs as the cache does; records of another argus version and
+        files that are not records are skipped.  Returns the number of queries added."""
+        path = Path(records)
+        files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+        added = 0
+        for file in files:
+            try:
+                record = ProofRecord.load(file)
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if record.argus_version != argus.__version__:
+                continue
+            for vc in record.vcs:
+                if vc.verdict != "proved" or vc.solver in (None, "structural") or self._has(vc.hash):
+                    continue
+                self.put(vc.hash, {"verdict": "proved", "solver": vc.solver, "resources": vc.resources,
+                                   "property": vc.property, "record": file.name})
+                added += 1
+        return added
+
     def put(self, vc_hash: str, entry: dict[str, Any]) -> None:
         """Keeps a proved query; or, under a ``split:`` key, the note that a run split that
         query into pieces (verdict ``split``: nothing proved, where a later run resumes)."""

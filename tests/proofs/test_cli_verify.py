@@ -60,6 +60,18 @@ def test_records_and_cache_dirs(tmp_path, capsys):
     assert list((tmp_path / "proofs").glob("vector_add*.json"))
 
 
+def test_seed_cache_from_records(tmp_path, capsys):
+    example = str(ROOT / "examples" / "vector_add.py")
+    assert main(["verify", example, "--solver", "z3", "--records", str(tmp_path / "proofs")]) == 0
+    capsys.readouterr()
+    assert main(["verify", example, "--solver", "z3", "--seed-cache", str(tmp_path / "proofs"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    solved = [v for v in report["kernels"][0]["vcs"] if v["solver"] != "structural"]
+    assert solved and all(v["cached"] for v in solved)
+    assert main(["verify", example, "--seed-cache", str(tmp_path / "nowhere")]) == 2
+    assert "--seed-cache" in capsys.readouterr().err
+
+
 def test_user_errors_are_reported_with_a_hint(capsys):
     parser = argparse.ArgumentParser()
     cli_verify.add_arguments(parser)

@@ -39,6 +39,35 @@ def test_vc_cache_reuses_proofs_by_hash(tmp_path):
     assert again.verdict == "proved" and solved and all(r.cached for r in solved)
 
 
+def test_the_cache_is_seeded_from_proof_records(tmp_path):
+    """A fresh cache seeded from a directory of records holds every solved VC of them: the
+    kernel verifies again without a solver call (and a record of another argus version, a
+    refuted VC and a file that is no record add nothing)."""
+    from argus.proofs import LocalProver
+
+    class NoSolver(LocalProver):
+        def check(self, query, guards):
+            raise AssertionError("a seeded query was solved again")
+
+    kernel = K.rotate_through_shared.specialize()
+    record = verify_kernel(kernel).record
+    records = tmp_path / "records"
+    record.save(records / "rotate.json")
+    (records / "notes.json").write_text("{}")
+    old = json.loads((records / "rotate.json").read_text())
+    for vc in old["vcs"]:
+        vc["hash"] = "0" * 63 + "1"
+    (records / "old.json").write_text(json.dumps({**old, "argus_version": "0.0.0"}))
+    cache = VCCache(tmp_path / "cache")
+    solved = {e.hash for e in record.vcs if e.solver not in (None, "structural")}
+    assert solved and cache.seed(records) == len(solved)
+    assert cache.seed(records) == 0  # already there
+    assert VCCache(tmp_path / "cache").get("0" * 63 + "1") is None
+    again = verify_kernel(kernel, prover=NoSolver("z3"), cache=VCCache(tmp_path / "cache"))
+    assert again.verdict == "proved"
+    assert all(r.cached for r in again.results if r.solver != "structural")
+
+
 def test_a_run_stopped_halfway_resumes_from_the_cache(tmp_path, monkeypatch):
     """Each query proved valid is cached as soon as it is answered, not when the kernel's
     verification ends: a run that is killed (or fails) halfway loses none of its proofs."""
