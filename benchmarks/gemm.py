@@ -25,7 +25,9 @@ backend, not a user path.  Then, in one process:
    :func:`argus.runtime.timing.benchmark` (warm-up, L2 flushed before every timed call,
    rotating inputs, median of >= 50 runs), TFLOP/s and the ratio;
 4. the operand layouts (variants ``b_n``, ``a_m``, ``a_m_b_n``: B stored K x N, A stored K x M)
-   against ``torch.matmul`` on the same stored operands (``torch.matmul(a, b)`` for ``b_n``).
+   against ``torch.matmul`` on the same stored operands (``torch.matmul(a, b)`` for ``b_n``);
+5. the fp16, bias + ReLU and fp32-C variants against torch's matmul with the same epilogue and
+   output type, each at the faster of its 4096³ pick on 132 and on 128 persistent blocks.
 
 Results go to ``OUT/gemm.json`` (written after every step) and a table on stdout.
 
@@ -70,6 +72,9 @@ VARIANTS = {
     "a_m": ("bf16", "bf16", False, None, "m", "k"),
     "a_m_b_n": ("bf16", "bf16", False, None, "m", "n"),
 }
+TIMED_VARIANTS = ("f16", "bias_relu", "f32_out")
+"""The other types and epilogues that ``run`` times against their torch equivalent (step 5)."""
+VARIANT_SHAPES = SHAPES[:4]
 TOLERANCE = {"f32": 2e-5, "bf16": 8e-3, "f16": 2e-3}
 """Relative Frobenius error vs float64 allowed per output type: fp32 accumulation (K up to
 16k) and one final rounding to the output type."""
@@ -96,6 +101,9 @@ def _specializations() -> list[tuple[str, str, dict]]:
     # 128 persistent blocks: the same waves as 132 at every benchmarked shape (their tile counts are
     # multiples of 128), each block the same number of tiles, each wave whole GROUP_M groups' columns
     out.append(("main_c1_sms128", "main", {**CANDIDATES[1].consts(), "SMS": 128}))
+    # the same grid for the 4096³ pick of the other types and epilogues (step 5 of `run` tunes the two)
+    for variant in TIMED_VARIANTS:
+        out.append((f"{variant}_tuned_sms128", variant, {**tuned_config(4096, 4096, 4096).consts(), "SMS": 128}))
     # an fp32 C stored from registers, against the TMA epilogue that "auto" takes (not autotuned)
     out.append(("f32_out_direct", "f32_out", {**tuned_config(4096, 4096, 4096).consts(), "EPILOGUE": "direct"}))
     for variant in VARIANTS:
@@ -516,6 +524,46 @@ def run(directory: Path, out: Path, repeat: int, tune_repeat: int, skip_tune: bo
     save()
     layouts(compiled, results, repeat)
     save()
+    variants(compiled, results, good, repeat, tune_repeat)
+    save()
+
+
+def variants(compiled: dict, results: dict, good: set, repeat: int, tune_repeat: int) -> None:
+    """The fp16, bias + ReLU and fp32-C variants against their torch equivalent
+    (:func:`_torch_gemm`: the matmul, then the epilogue's kernels and the conversion), at the
+    large shapes: at each, the faster of the variant's 4096³ pick on 132 and on 128 persistent
+    blocks (a short run; only keys the gate passed and whose checks passed), then that one and
+    torch interleaved, L2 flushed, median of ``repeat``."""
+    import torch
+
+    from argus.runtime.timing import benchmark
+
+    rows = []
+    for variant in TIMED_VARIANTS:
+        keys = [k for k in (f"{variant}_tuned", f"{variant}_tuned_sms128") if k in good
+                and results["gate"][k].startswith("proved")]
+        if not keys:
+            continue
+        for shape in VARIANT_SHAPES:
+            sets = [_inputs(variant, shape, seed=41 + r) for r in range(2)]
+            best = keys[0]
+            if len(keys) > 1:
+                t = benchmark({k: (lambda a, k=k, v=variant: _launch(compiled[k], v, a)) for k in keys},
+                              lambda r, sets=sets: (sets[r],), rotations=2, warmup=2, repeat=tune_repeat)
+                best = min(keys, key=lambda k: t[k].median)
+            t = benchmark({"argus": lambda a, k=best, v=variant: _launch(compiled[k], v, a),
+                           "torch": lambda a, v=variant: _torch_gemm(v, a)},
+                          lambda r, sets=sets: (sets[r],), rotations=2, warmup=3, repeat=repeat)
+            ta, tt = t["argus"], t["torch"]
+            flops = 2.0 * shape[0] * shape[1] * shape[2]
+            rows.append({"variant": variant, "shape": list(shape), "candidate": best, "argus_ms": ta.median,
+                         "torch_ms": tt.median, "argus_tflops": flops / (ta.median * 1e-3) / 1e12,
+                         "torch_tflops": flops / (tt.median * 1e-3) / 1e12, "ratio": tt.median / ta.median})
+            print(f"variant {variant:9s} {'x'.join(map(str, shape)):16s} argus {rows[-1]['argus_tflops']:6.1f} TFLOP/s "
+                  f"({best}) torch {rows[-1]['torch_tflops']:6.1f} ratio {rows[-1]['ratio']:.3f}", flush=True)
+            sets = []
+            torch.cuda.empty_cache()
+    results["variants"] = rows
 
 
 def profile(directory: Path, key: str, shape: tuple[int, int, int], launches: int) -> None:
