@@ -692,10 +692,20 @@ def k_scaling(compiled: dict, results: dict, key: str, ks: tuple[int, ...] = (10
                       lambda r, sets=sets: (sets[r],), rotations=2, warmup=2, repeat=20)
         rows.append({"k": k, "argus_ms": t["argus"].median, "torch_ms": t["torch"].median})
         print(f"k-scaling {key} K={k}: argus {t['argus'].median:.4f} ms torch {t['torch'].median:.4f} ms", flush=True)
-    (k0, t0), (k1, t1) = (rows[0]["k"], rows[0]["argus_ms"]), (rows[-1]["k"], rows[-1]["argus_ms"])
+    fixed, tflops = _k_fit(rows, "argus_ms")
+    torch_fixed, torch_tflops = _k_fit(rows, "torch_ms")
+    results["k_scaling"] = {"candidate": key, "rows": rows, "fixed_ms": fixed, "main_loop_tflops": tflops,
+                            "torch_fixed_ms": torch_fixed, "torch_main_loop_tflops": torch_tflops}
+    print(f"k-scaling fit: argus {fixed:.4f} ms + main loop {tflops:.1f} TFLOP/s, torch {torch_fixed:.4f} ms + "
+          f"{torch_tflops:.1f} TFLOP/s", flush=True)
+
+
+def _k_fit(rows: list[dict], column: str) -> tuple[float, float]:
+    """(fixed ms, main-loop TFLOP/s) of the line through the first and last K of 4096 x 4096 x K:
+    the time is ``fixed + K · 2 · 4096² / rate``."""
+    (k0, t0), (k1, t1) = (rows[0]["k"], rows[0][column]), (rows[-1]["k"], rows[-1][column])
     per_k = (t1 - t0) / (k1 - k0)
-    results["k_scaling"] = {"candidate": key, "rows": rows, "fixed_ms": t0 - per_k * k0,
-                            "main_loop_tflops": 2 * 4096 * 4096 / (per_k * 1e-3) / 1e12}
+    return t0 - per_k * k0, 2 * 4096 * 4096 / (per_k * 1e-3) / 1e12
 
 
 def main() -> None:

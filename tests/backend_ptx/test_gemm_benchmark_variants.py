@@ -85,3 +85,14 @@ def test_the_variants_fixed_grid_keys_are_prepared():
     for variant in bench.TIMED_VARIANTS:
         tuned = next(consts for key, _, consts in bench._specializations() if key == f"{variant}_tuned")
         assert fixed[f"{variant}_tuned_sms128"] == {**tuned, "SMS": 128}
+
+
+def test_the_k_scaling_fit_separates_the_fixed_cost_from_the_main_loop():
+    bench = _bench()
+    rate = 800e12  # FLOP/s of the main loop
+    rows = [{"k": k, "argus_ms": 0.012 + 2 * 4096 * 4096 * k / rate * 1e3,
+             "torch_ms": 0.010 + 2 * 4096 * 4096 * k / (2 * rate) * 1e3} for k in (1024, 4096, 16384)]
+    fixed, tflops = bench._k_fit(rows, "argus_ms")
+    assert fixed == pytest.approx(0.012) and tflops == pytest.approx(800.0)
+    fixed, tflops = bench._k_fit(rows, "torch_ms")
+    assert fixed == pytest.approx(0.010) and tflops == pytest.approx(1600.0)
