@@ -528,6 +528,16 @@ def run(directory: Path, out: Path, repeat: int, tune_repeat: int, skip_tune: bo
     save()
 
 
+def _versus(shape: tuple[int, int, int], timings: dict) -> dict:
+    """A row of argus against torch at ``shape`` from :func:`benchmark`'s ``argus`` and ``torch``
+    timings: medians, TFLOP/s and the ratio (torch / argus: above 1, argus is faster)."""
+    ta, tt = timings["argus"], timings["torch"]
+    flops = 2.0 * shape[0] * shape[1] * shape[2]
+    return {"shape": list(shape), "argus_ms": ta.median, "torch_ms": tt.median,
+            "argus_tflops": flops / (ta.median * 1e-3) / 1e12, "torch_tflops": flops / (tt.median * 1e-3) / 1e12,
+            "ratio": tt.median / ta.median}
+
+
 def variants(compiled: dict, results: dict, good: set, repeat: int, tune_repeat: int) -> None:
     """The fp16, bias + ReLU and fp32-C variants against their torch equivalent
     (:func:`_torch_gemm`: the matmul, then the epilogue's kernels and the conversion), at the
@@ -554,11 +564,7 @@ def variants(compiled: dict, results: dict, good: set, repeat: int, tune_repeat:
             t = benchmark({"argus": lambda a, k=best, v=variant: _launch(compiled[k], v, a),
                            "torch": lambda a, v=variant: _torch_gemm(v, a)},
                           lambda r, sets=sets: (sets[r],), rotations=2, warmup=3, repeat=repeat)
-            ta, tt = t["argus"], t["torch"]
-            flops = 2.0 * shape[0] * shape[1] * shape[2]
-            rows.append({"variant": variant, "shape": list(shape), "candidate": best, "argus_ms": ta.median,
-                         "torch_ms": tt.median, "argus_tflops": flops / (ta.median * 1e-3) / 1e12,
-                         "torch_tflops": flops / (tt.median * 1e-3) / 1e12, "ratio": tt.median / ta.median})
+            rows.append({"variant": variant, "candidate": best, **_versus(shape, t)})
             print(f"variant {variant:9s} {'x'.join(map(str, shape)):16s} argus {rows[-1]['argus_tflops']:6.1f} TFLOP/s "
                   f"({best}) torch {rows[-1]['torch_tflops']:6.1f} ratio {rows[-1]['ratio']:.3f}", flush=True)
             sets = []
@@ -663,11 +669,7 @@ def layouts(compiled: dict, results: dict, repeat: int, shapes: tuple = ((4096, 
             t = benchmark({"argus": lambda a, key=key, variant=variant: _launch(compiled[key], variant, a),
                            "torch": lambda a, variant=variant: torch.matmul(*_matmul_operands(variant, a))},
                           lambda r, sets=sets: (sets[r],), rotations=2, warmup=2, repeat=repeat)
-            ta, tt = t["argus"], t["torch"]
-            flops = 2.0 * shape[0] * shape[1] * shape[2]
-            rows.append({"variant": variant, "majors": _majors(variant), "shape": list(shape), "argus_ms": ta.median,
-                         "torch_ms": tt.median, "argus_tflops": flops / (ta.median * 1e-3) / 1e12,
-                         "torch_tflops": flops / (tt.median * 1e-3) / 1e12, "ratio": tt.median / ta.median})
+            rows.append({"variant": variant, "majors": _majors(variant), **_versus(shape, t)})
             print(f"layout {variant:8s} {'x'.join(map(str, shape)):16s} argus {rows[-1]['argus_tflops']:6.1f} TFLOP/s "
                   f"torch {rows[-1]['torch_tflops']:6.1f} ratio {rows[-1]['ratio']:.3f}", flush=True)
             sets = []
