@@ -33,6 +33,17 @@ settings.register_profile("dev", max_examples=20, deadline=None)
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture
+def gemm_benchmark():
+    """``benchmarks/gemm.py`` loaded as a fresh module (a test may patch its functions)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gemm_benchmark", ROOT / "benchmarks" / "gemm.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _slow_enabled(config: pytest.Config) -> bool:
     return bool(config.getoption("--slow")) or os.environ.get("ARGUS_SLOW") == "1"
 

@@ -2,21 +2,10 @@
 their torch equivalent, each at the faster of its 4096³ pick on 132 and on 128 persistent blocks
 — only keys the gate passed and whose correctness checks passed may be timed."""
 
-import importlib.util
 import sys
 import types
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("gemm_benchmark_steps", ROOT / "benchmarks" / "gemm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 class _Timing:
@@ -25,12 +14,12 @@ class _Timing:
 
 
 @pytest.fixture
-def bench(monkeypatch):
+def bench(monkeypatch, gemm_benchmark):
     """The benchmark module with the GPU replaced: each candidate's median is read from
     ``bench.MEDIANS`` (key, or ``torch``), so the step's choices can be checked."""
     import argus.runtime.timing as timing
 
-    module = _bench()
+    module = gemm_benchmark
     module.MEDIANS = {}
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=types.SimpleNamespace(empty_cache=lambda: None)))
     monkeypatch.setattr(module, "_inputs", lambda variant, shape, seed: {"variant": variant, "shape": shape})
@@ -79,16 +68,16 @@ def test_refused_and_failing_keys_are_never_timed(bench):
     assert picks == {("f16", "f16_tuned"), ("bias_relu", "bias_relu_tuned_sms128")}
 
 
-def test_the_variants_fixed_grid_keys_are_prepared():
-    bench = _bench()
+def test_the_variants_fixed_grid_keys_are_prepared(gemm_benchmark):
+    bench = gemm_benchmark
     fixed = {key: consts for key, _, consts in bench._specializations() if "SMS" in consts}
     for variant in bench.TIMED_VARIANTS:
         tuned = next(consts for key, _, consts in bench._specializations() if key == f"{variant}_tuned")
         assert fixed[f"{variant}_tuned_sms128"] == {**tuned, "SMS": 128}
 
 
-def test_the_k_scaling_fit_separates_the_fixed_cost_from_the_main_loop():
-    bench = _bench()
+def test_the_k_scaling_fit_separates_the_fixed_cost_from_the_main_loop(gemm_benchmark):
+    bench = gemm_benchmark
     rate = 800e12  # FLOP/s of the main loop
     rows = [{"k": k, "argus_ms": 0.012 + 2 * 4096 * 4096 * k / rate * 1e3,
              "torch_ms": 0.010 + 2 * 4096 * 4096 * k / (2 * rate) * 1e3} for k in (1024, 4096, 16384)]

@@ -3,23 +3,12 @@ prefetch some k-blocks ahead of each operand load, L2 eviction policies on the l
 touch exactly the two operand loads, prefetch the right box, and stay marked as patched, so that
 ``sweep`` never passes them off as the gated kernel."""
 
-import importlib.util
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from argus.toolchain import find_ptxas
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("gemm_benchmark_variants", ROOT / "benchmarks" / "gemm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(autouse=True)
@@ -28,8 +17,8 @@ def _private_cache(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed (pip install 'argus-kernels[nvidia]')")
-def test_prefetch_and_policy_variants_patch_the_two_operand_loads(tmp_path):
-    bench = _bench()
+def test_prefetch_and_policy_variants_patch_the_two_operand_loads(tmp_path, gemm_benchmark):
+    bench = gemm_benchmark
     bench.prepare(tmp_path, ["main_c0"], [])
     made = bench.ptx_variants(tmp_path, "main_c0", [8], ["evict_last_evict_first"])
     assert made == ["main_c0_l2pf8", "main_c0_l2_evict_last_evict_first"]
@@ -62,16 +51,16 @@ def test_prefetch_and_policy_variants_patch_the_two_operand_loads(tmp_path):
         assert "0 bytes spill stores" in " ".join(entry["ptxas"])
 
 
-def test_variants_refuse_operands_whose_first_coordinate_is_not_k(tmp_path):
-    bench = _bench()
+def test_variants_refuse_operands_whose_first_coordinate_is_not_k(tmp_path, gemm_benchmark):
+    bench = gemm_benchmark
     (tmp_path / "manifest.json").write_text(json.dumps({"b_n_tuned": {"variant": "b_n", "consts": {}}}))
     with pytest.raises(SystemExit, match="K-major"):
         bench.ptx_variants(tmp_path, "b_n_tuned", [8], [])
 
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed (pip install 'argus-kernels[nvidia]')")
-def test_an_unknown_policy_pair_is_refused_before_anything_is_built(tmp_path):
-    bench = _bench()
+def test_an_unknown_policy_pair_is_refused_before_anything_is_built(tmp_path, gemm_benchmark):
+    bench = gemm_benchmark
     bench.prepare(tmp_path, ["main_c0"], [])
     with pytest.raises(SystemExit, match="evict_last, evict_normal"):
         bench.ptx_variants(tmp_path, "main_c0", [4], ["evict_last_keep"])
@@ -79,8 +68,8 @@ def test_an_unknown_policy_pair_is_refused_before_anything_is_built(tmp_path):
 
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed (pip install 'argus-kernels[nvidia]')")
-def test_release_variants_shrink_the_empty_barriers_and_predicate_the_release(tmp_path):
-    bench = _bench()
+def test_release_variants_shrink_the_empty_barriers_and_predicate_the_release(tmp_path, gemm_benchmark):
+    bench = gemm_benchmark
     bench.prepare(tmp_path, ["main_c0", "main_c1_cluster2"], [])
     assert bench.ptx_variants(tmp_path, "main_c0", [], [], ["warp", "warpgroup"]) == [
         "main_c0_relwarp", "main_c0_relwarpgroup"]
@@ -116,16 +105,16 @@ def test_release_variants_shrink_the_empty_barriers_and_predicate_the_release(tm
         bench.ptx_variants(tmp_path, "main_c0", [], [], ["spread"])
 
 
-def test_release_variants_need_a_per_thread_release(tmp_path):
-    bench = _bench()
+def test_release_variants_need_a_per_thread_release(tmp_path, gemm_benchmark):
+    bench = gemm_benchmark
     (tmp_path / "manifest.json").write_text(json.dumps({"main_e0": {"variant": "main", "consts": {"BN": 256}}}))
     with pytest.raises(SystemExit, match="RELEASE='threads'"):
         bench.ptx_variants(tmp_path, "main_e0", [], [], ["warp"])
 
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed (pip install 'argus-kernels[nvidia]')")
-def test_a_key_with_its_own_persistent_grid_keeps_it(tmp_path):
-    bench = _bench()
+def test_a_key_with_its_own_persistent_grid_keeps_it(tmp_path, gemm_benchmark):
+    bench = gemm_benchmark
     keys = {key: consts for key, _, consts in bench._specializations()}
     assert keys["main_c1_sms128"]["SMS"] == 128 and "SMS" not in keys["main_c1"]
     bench.prepare(tmp_path, ["main_c1", "main_c1_sms128", "main_c1_sms128_sms120", "main_c1_sms120"], [120, 128])

@@ -282,18 +282,12 @@ VARIANTS = [("bf16", "bf16", True, "relu"), ("f16", "f16"), ("bf16", "f32"),
 PROVED = [((), c) for c in G.CANDIDATES] + [(args, c) for args in VARIANTS for c in G.tuned_picks()]
 
 
-def test_the_required_records_follow_the_autotuner_and_the_benchmark():
+def test_the_required_records_follow_the_autotuner_and_the_benchmark(gemm_benchmark):
     """A pick added to ``TUNED`` (or a new fallback of ``tuned_config``) and a variant added to
     the benchmark are required here."""
-    import importlib.util
-    from pathlib import Path
-
     shapes = [*G.TUNED, (1, 8, 8), (G.BM, 4096, 4096), (G.BM + 1, 4096, 4096), (5000, 3000, 7000)]
     assert {G.tuned_config(*s) for s in shapes} <= set(G.tuned_picks())
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gemm.py"
-    spec = importlib.util.spec_from_file_location("gemm_benchmark", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = gemm_benchmark
     assert {G.gemm_kernel(*a).name for a in bench.VARIANTS.values()} == {G.gemm_kernel().name} | \
         {G.gemm_kernel(*a).name for a in VARIANTS}
 
@@ -312,19 +306,13 @@ def test_every_specialization_the_benchmark_runs_has_a_proof_record(args, config
     assert {"mma-operands", "tag", "coverage", "phase", "race", "write-conflict"} <= {e.property for e in record.vcs}
 
 
-def test_the_benchmark_grid_candidates_have_proof_records():
+def test_the_benchmark_grid_candidates_have_proof_records(gemm_benchmark):
     """``benchmarks/gemm.py``'s keys at a fixed persistent grid (``main_c1_sms128`` and the
     variants' 4096³ picks at 128 blocks) enter its autotuners only through the gate: their
     records must exist and be bound to the kernel now."""
-    import importlib.util
-    from pathlib import Path
-
     from argus.runtime.gate import find_record
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gemm.py"
-    spec = importlib.util.spec_from_file_location("gemm_benchmark_grids", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = gemm_benchmark
     fixed = [(key, variant, consts) for key, variant, consts in bench._specializations() if "SMS" in consts]
     assert [key for key, *_ in fixed] == ["main_c1_sms128", *(f"{v}_tuned_sms128" for v in bench.TIMED_VARIANTS)]
     for key, variant, consts in fixed:
