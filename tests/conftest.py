@@ -113,6 +113,18 @@ def _slowdown() -> float:
     return max(1.0, _calibration_loop() / REFERENCE_LOOP_S)
 
 
+#: how much longer a test takes when every core runs a test worker (``pytest -n``) than alone: the
+#: workers share caches and memory bandwidth (measured on the 2-core machine: the slowest proof
+#: module 65 s alone, 75 s beside a second worker)
+PARALLEL_STRETCH = 1.25
+
+
+def _parallel_workers(config: pytest.Config) -> int:
+    """The number of pytest-xdist workers of this run (1 without xdist)."""
+    workers = getattr(config.option, "numprocesses", None)
+    return workers if isinstance(workers, int) and workers > 1 else 1
+
+
 def _budgets() -> dict[str, float]:
     if sys.version_info >= (3, 11):
         import tomllib
@@ -127,6 +139,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     budgets = _budgets()
     stretch = _slowdown()
+    if _parallel_workers(session.config) > 1:
+        stretch *= PARALLEL_STRETCH
     over, near = [], []
     for module, seconds in session.config._argus_module_time.items():  # type: ignore[attr-defined]
         limit = float(budgets.get(module, budgets.get("default", 60))) * stretch
@@ -136,8 +150,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             near.append(f"{module}: {seconds:.1f}s of {limit:.0f}s")
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if stretch > 1.0 and reporter is not None:
-        reporter.write_line(f"argus test budget: this machine runs Python {stretch:.2f}x slower than the "
-                            "budgets' machine; budgets stretched as much")
+        workers = _parallel_workers(session.config)
+        beside = f" ({workers} workers sharing the cores)" if workers > 1 else ""
+        reporter.write_line(f"argus test budget: tests here run {stretch:.2f}x slower than on the budgets' "
+                            f"machine{beside}; budgets stretched as much")
     if near and reporter is not None:
         reporter.write_line("argus test budget: modules above 75% of their budget:", yellow=True)
         for line in near:
