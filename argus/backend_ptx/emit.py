@@ -291,6 +291,15 @@ class _Emitter:
                     self.emit(f"mul.lo.{t} {out}, {acc}, {c};")
                 acc = out
             return acc
+        if isinstance(expr, (symbolic.FloorDiv, sympy.Mod)):
+            a, b = expr.args
+            if isinstance(b, sympy.Integer) and b > 0 and self.facts.nonnegative(a):
+                # a floor form the lowering did not rewrite (an offset it left as written): on a
+                # non-negative dividend it is the truncating one, so both spellings share one
+                # register (a value hoisted out of a loop under one is found under the other)
+                # and the cheaper unsigned division
+                truncating = symbolic.TruncDiv if isinstance(expr, symbolic.FloorDiv) else symbolic.TruncMod
+                return self.value(truncating(a, b), bits)
         if isinstance(expr, (symbolic.TruncDiv, symbolic.TruncMod, symbolic.FloorDiv, sympy.Mod)):
             return self._division(expr, bits)
         if isinstance(expr, (symbolic.BitXor, symbolic.BitAnd, symbolic.BitOr)):

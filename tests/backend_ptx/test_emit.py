@@ -229,3 +229,33 @@ def test_the_ptx_does_not_depend_on_the_hash_seed():
     digests = {run.communicate()[0].strip() for run in runs}
     assert all(run.returncode == 0 for run in runs)
     assert len(digests) == 1 and all(len(d) == 64 for d in digests)
+
+
+def test_a_floor_division_of_a_non_negative_dividend_reuses_the_truncating_value():
+    """The lowering rewrites floor division to truncating division where it proves the dividend
+    non-negative, but an expression it left as written can reach the emitter as ``FloorDiv``:
+    the emitter must treat both spellings as one value (so a quotient hoisted out of a loop is
+    not computed again, with a signed 64-bit division, inside it)."""
+    from argus import symbolic
+    from argus.backend_ptx.emit import _Emitter
+
+    lowered = L.lower_kernel(_kernel("vector_add"))
+    emitter = _Emitter(lowered, "sm_90a", "8.0", None)
+    emitter.prologue()
+    n = lowered.sizes[0]
+    dividend = (lowered.kernel.block_ids[0] + 1) * n  # non-negative, 64 bits wide
+    assert lowered.facts.nonnegative(dividend) and lowered.facts.bits(dividend) == 64
+    before = len(emitter.lines)
+    quotient = emitter.value(symbolic.TruncDiv(dividend, 132), 64)
+    remainder = emitter.value(symbolic.TruncMod(dividend, 132), 64)
+    hoisted = "\n".join(emitter.lines[before:])
+    assert "mul.hi.u64" in hoisted and "div.s64" not in hoisted
+    before = len(emitter.lines)
+    assert emitter.value(symbolic.FloorDiv(dividend, 132), 64) == quotient
+    assert emitter.value(sympy.Mod(dividend, 132, evaluate=False), 64) == remainder
+    assert emitter.lines[before:] == []  # nothing computed again
+    # a floor form first: the unsigned path, no sign correction
+    before = len(emitter.lines)
+    emitter.value(symbolic.FloorDiv(dividend + n, 132), 64)
+    fresh = "\n".join(emitter.lines[before:])
+    assert "mul.hi.u64" in fresh and "div.s64" not in fresh and "selp" not in fresh
