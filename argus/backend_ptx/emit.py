@@ -294,7 +294,7 @@ class _Emitter:
         if isinstance(expr, (symbolic.FloorDiv, sympy.Mod)):
             a, b = expr.args
             if isinstance(b, sympy.Integer) and b > 0 and self.facts.nonnegative(a):
-                # a floor form the lowering did not rewrite (an offset it left as written): on a
+                # a floor form that reached the emitter without the lowering's rewrite: on a
                 # non-negative dividend it is the truncating one, so both spellings share one
                 # register (a value hoisted out of a loop under one is found under the other)
                 # and the cheaper unsigned division
