@@ -138,9 +138,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if os.environ.get("ARGUS_TEST_BUDGET") == "off" or _slow_enabled(session.config):
         return
     budgets = _budgets()
-    stretch = _slowdown()
-    if _parallel_workers(session.config) > 1:
-        stretch *= PARALLEL_STRETCH
+    workers = _parallel_workers(session.config)
+    stretch = _slowdown() * (PARALLEL_STRETCH if workers > 1 else 1.0)
     over, near = [], []
     for module, seconds in session.config._argus_module_time.items():  # type: ignore[attr-defined]
         limit = float(budgets.get(module, budgets.get("default", 60))) * stretch
@@ -150,7 +149,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             near.append(f"{module}: {seconds:.1f}s of {limit:.0f}s")
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if stretch > 1.0 and reporter is not None:
-        workers = _parallel_workers(session.config)
         beside = f" ({workers} workers sharing the cores)" if workers > 1 else ""
         reporter.write_line(f"argus test budget: tests here run {stretch:.2f}x slower than on the budgets' "
                             f"machine{beside}; budgets stretched as much")
