@@ -31,17 +31,20 @@ backend, not a user path.  Then, in one process:
 
 Results go to ``OUT/gemm.json`` (written after every step) and a table on stdout.
 
-Experiments: ``sweep DIR --keys ... --shapes ...`` times prepared keys against cuBLAS;
-``ptx-variants DIR main_c1`` adds PTX-level variants of a prepared K-major key (an L2 prefetch
-some k-blocks ahead of each operand load, L2 eviction policies on the loads, one release
-arrival per warp or warpgroup), marked as patched and timed through the backend API, never as
-the gated kernel.
+Experiments: ``sweep DIR --keys ... --shapes ...`` times prepared keys against cuBLAS (a key
+spelled ``KEY@l2pN`` launches with tensor maps of N-byte L2 promotion); ``prepare DIR --extra
+KEY=JSON`` builds ad-hoc specializations (consts over the 4096³ pick's) for it; ``ptx-variants
+DIR main_c1`` adds PTX-level variants of a prepared key (an L2 prefetch some k-blocks ahead of
+each operand load, L2 eviction policies on the loads, one release arrival per warp or
+warpgroup, and ``--schedules``: the consumer's k-block loop rescheduled, or diagnostics without
+the epilogue), marked as patched and timed through the backend API, never as the gated kernel.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -128,7 +131,7 @@ def _kernel(variant: str):
 # --------------------------------------------------------------------------- prepare (no GPU)
 
 
-def prepare(directory: Path, only: list[str], grids: list[int]) -> None:
+def prepare(directory: Path, only: list[str], grids: list[int], extra: list[str] = ()) -> None:
     from argus.backend_ptx.assemble import build_cubin
     from argus.backend_ptx.emit import emit_ptx
     from argus.runtime.gate import VerificationRequired, require_proof
@@ -141,6 +144,14 @@ def prepare(directory: Path, only: list[str], grids: list[int]) -> None:
     # other persistent grid sizes, for `sweep`: the key's consts carry its grid, as a fixed-grid key's do
     jobs += [(f"{key}_sms{sms}", variant, {**consts, "SMS": sms}, sms) for key, variant, consts in _specializations()
              for sms in grids if sms != H200_SMS and "SMS" not in consts]
+    for spelled in extra:  # KEY[:VARIANT]={json consts over the 4096³ pick's}
+        head, _, spec = spelled.partition("=")
+        key, _, variant = head.partition(":")
+        from argus.kernels.gemm import tuned_config
+
+        jobs.append((key, variant or "main", {**tuned_config(4096, 4096, 4096).consts(), **json.loads(spec or "{}")},
+                     H200_SMS))
+        only = [*only, key]  # with extras, only they and the keys named are built
     for key, variant, consts, sms in jobs:
         if only and key not in only:
             continue
@@ -171,7 +182,7 @@ _TMA_LOAD = re.compile(r"^(\s*)(cp\.async\.bulk\.tensor\.2d\.shared::cluster\.gl
 
 
 def ptx_variants(directory: Path, base: str, distances: list[int], policies: list[str],
-                 releases: list[str] = ()) -> list[str]:
+                 releases: list[str] = (), schedules: list[str] = ()) -> list[str]:
     """Experiments below the DSL, on the PTX prepared for ``base`` (K-major for the L2 ones): the
     same module with every operand TMA load followed by an L2 prefetch of the same box ``d``
     k-blocks ahead (``cp.async.bulk.prefetch.tensor``; key ``<base>_l2pf<d>``), or with L2
@@ -184,7 +195,9 @@ def ptx_variants(directory: Path, base: str, distances: list[int], policies: lis
     remote one by its second, as CUTLASS's cooperative kernels spread them; ``elect``: per warp,
     the lane chosen by ``elect.sync`` at the release.  These rely on a warp's
     ``wgmma.wait_group`` retiring its warpgroup's reads of the stage, which the DSL's model does
-    not grant (it asks every reader to arrive, or a barrier before one does).  They build here
+    not grant (it asks every reader to arrive, or a barrier before one does).  ``schedules`` (key
+    ``<base>_sched<how>``) reorders the consumer's k-block loop without changing what it computes
+    (:func:`_rescheduled`).  They build here
     and run in ``sweep`` beside ``base``, through the backend API and marked as patched: the
     proved module is the unpatched one, so a variant that wins is a reason to express it in the
     DSL (and prove it), not a kernel to ship."""
@@ -238,9 +251,15 @@ def ptx_variants(directory: Path, base: str, distances: list[int], policies: lis
             raise SystemExit(f"policy pair {spec!r}: give <A's>_<B's>, each one of {', '.join(known)}")
         jobs.append((f"{base}_l2_{spec}", None, pair))
     jobs += [(f"{base}_rel{how}", None, how) for how in releases]
+    jobs += [(f"{base}_sched{how.replace('+', '_')}", None, ("schedule", how)) for how in schedules]
     made = []
     for key, distance, pair in jobs:
-        text, what = _fewer_arrivals(ptx.text, pair, cluster) if pair in _RELEASES else patched(distance, pair)
+        if isinstance(pair, tuple) and pair[0] == "schedule":
+            text, what = _rescheduled(ptx.text, pair[1])
+        elif pair in _RELEASES:
+            text, what = _fewer_arrivals(ptx.text, pair, cluster)
+        else:
+            text, what = patched(distance, pair)
         variant = dataclasses.replace(ptx, text=text)
         cubin = build_cubin(variant, f"{entry['kernel_hash']}+{key}", cache=False)
         (directory / f"{key}.cubin").write_bytes(cubin.image)
@@ -294,6 +313,215 @@ def _fewer_arrivals(text: str, how: str, cluster: int) -> tuple[str, str]:
             f"\n\tsetp.eq.u32 %argus_rel0, %argus_lane, {first};\n\tsetp.eq.u32 %argus_rel1, %argus_lane, {second};")
     text = _at_entry(text, "\n\t.reg .b32 %argus_lane;\n\t.reg .pred %argus_rel<2>;", made)
     return text, f"one empty-barrier arrival per {what}"
+
+
+SCHEDULES = ("hoist", "pipe", "hint", "uniformwg", "epihoist", "ring", "bfirst", "tmapfetch", "exitread", "nostore",
+             "noepi")
+"""What ``ptx-variants --schedules`` applies (:func:`_rescheduled`); ``a+b`` applies ``a``, then ``b``."""
+
+
+def _rescheduled(text: str, how: str) -> tuple[str, str]:
+    """The PTX with the ``+``-joined schedules of ``how`` applied in turn (experiments for
+    ``ptx-variants``, on a K-loop whose consumers retire each k-block's group, ``INFLIGHT=0``).
+    All but the last two compute the same values with the same memory effects in each thread:
+
+    * ``hoist``: the wgmma descriptors' arithmetic (the stage index and the shared-memory base,
+      registers only) moves above the wait for the stage, so that the first wgmma issues as soon
+      as the stage is full;
+    * ``pipe``: ``hoist``, and the next k-block's stage, barrier address and phase are computed
+      while this k-block's wgmmas run (before ``wgmma.wait_group``), carried in fresh registers;
+    * ``hint``: the wait for a full stage passes a suspend-time hint (10 ms) to ``mbarrier.try_wait``;
+    * ``uniformwg``: the consumer's warpgroup index (``tid.x >> 7``) is broadcast from lane 0
+      (``shfl.sync.idx``), so that ptxas knows it is warp-uniform and keeps A's wgmma descriptors
+      on the uniform datapath (no ``R2UR`` per wgmma);
+    * ``epihoist``: the epilogue's tile coordinates (the grouped tile order's divisions, which
+      depend on the tile number only) are computed before the tile's k-block loop, not after it;
+    * ``ring``: the two consumer warpgroups issue their k-blocks strictly in turn (named barriers 2
+      and 3 passed back and forth; one more ordering, no value changes);
+    * ``bfirst``: the producer issues a stage's B load (the larger box) before its A load;
+    * ``tmapfetch``: the thread that initializes the barriers first prefetches every tensor map
+      parameter (``prefetch.tensormap``);
+    * ``exitread``: the block's wait for its last TMA stores before it exits waits only for their
+      reads of shared memory (``cp.async.bulk.wait_group.read``); the global writes complete with
+      the grid;
+    * ``nostore`` (a diagnostic: C is not written): the TMA stores of C removed, the staging writes
+      and barriers kept;
+    * ``noepi`` (a diagnostic: C is not written): every tile skips its whole epilogue."""
+    steps = how.split("+")
+    unknown = [one for one in steps if one not in SCHEDULES]
+    if unknown:
+        raise SystemExit(f"schedule {unknown[0]!r}: give one of {', '.join(SCHEDULES)}, or several joined by '+'")
+    whats = []
+    for one in steps:
+        text, what = _SCHEDULE[one](text)
+        whats.append(what)
+    return text, "; ".join(whats)
+
+
+#: the consumer's k-block loop as emitted: the stage and phase of the k-block, the wait for its
+#: stage, the wgmmas with their descriptors, the wait for them, the release and the loop test
+_K_LOOP = re.compile(r"(?P<head>\$L_loop_\d+):\n(?P<index>(?:(?!\$L_).*\n)*?)(?P<wait>\$L_wait_\d+):\n"
+                     r"(?P<try>\tmbarrier\.try_wait\.parity\.shared::cta\.b64 %p\d+, \[[^\]]+\], %r\d+;\n)"
+                     r"(?P<spin>\t@!%p\d+ bra \$L_wait_\d+;\n)(?P<mma>(?:.*\n)*?)"
+                     r"(?P<retire>\twgmma\.wait_group\.sync\.aligned 0;\n)(?P<tail>(?:.*\n)*?)"
+                     r"(?P<step>\tadd\.s64 (?P<k>%rd\d+), (?P=k), 1;\n)(?P<test>.*\n\t@%p\d+ bra\.uni (?P=head);\n)")
+_PURE = re.compile(r"^\t(?:mad|mul|add|sub|shl|shr|and|or|bfe|cvt|setp|mov)\.[^\n]*;\n", re.M)
+
+
+def _k_loop(text: str) -> re.Match:
+    """The consumers' k-block loop (the one that issues wgmmas) of a prepared GEMM module."""
+    loops = [m for m in _K_LOOP.finditer(text) if "wgmma.fence" in m.group("mma")]
+    if len(loops) != 1:
+        raise SystemExit(f"expected one consumer k-block loop (INFLIGHT=0) in the PTX, found {len(loops)}")
+    return loops[0]
+
+
+def _pure_lines(block: str) -> tuple[str, str]:
+    """(the register-only arithmetic lines of ``block``, the other lines), each in order."""
+    lines = block.splitlines(keepends=True)
+    return "".join(x for x in lines if _PURE.match(x)), "".join(x for x in lines if not _PURE.match(x))
+
+
+def _with_loop(text: str, m: re.Match, **parts: str) -> str:
+    """``text`` with the k-block loop ``m`` rebuilt from its parts, some replaced."""
+    g = {**m.groupdict(), **parts}
+    body = (f"{g['head']}:\n{g['index']}{g['wait']}:\n{g['try']}{g['spin']}{g['mma']}{g['retire']}{g['tail']}"
+            f"{g['step']}{g['test']}")
+    return text[:m.start()] + g.get("before", "") + body + text[m.end():]
+
+
+def _hoist(text: str) -> tuple[str, str]:
+    m = _k_loop(text)
+    moved, kept = _pure_lines(m.group("mma"))
+    return _with_loop(text, m, index=m.group("index") + moved, mma=kept), "wgmma descriptors computed before the stage wait"
+
+
+def _pipe(text: str) -> tuple[str, str]:
+    m = _k_loop(text)
+    moved, kept = _pure_lines(m.group("mma"))
+    index, _ = _pure_lines(m.group("index"))
+    targets = [re.match(r"^\t\S+ (%r\w*\d+),", line).group(1) for line in index.splitlines()]
+    fresh = {t: f"%argus_n{t[1:]}" for t in targets}
+    k = m.group("k")
+
+    def renamed(line: str) -> str:  # the same arithmetic for k + 1, into fresh registers
+        line = re.sub(rf"{re.escape(k)}\b", "%argus_k1", line)
+        return re.sub(r"%r\w*?\d+\b", lambda r: fresh.get(r.group(0), r.group(0)), line)
+
+    ahead = f"\tadd.s64 %argus_k1, {k}, 1;\n" + "".join(renamed(x) for x in index.splitlines(keepends=True))
+    carry = "".join(f"\tmov.{'b64' if t.startswith('%rd') else 'b32'} {t}, {fresh[t]};\n" for t in targets)
+    text = _with_loop(text, m, before=index, index=moved, mma=kept + ahead, tail=m.group("tail") + carry)
+    regs = "".join(f"\n\t.reg .{'b64' if t.startswith('%rd') else 'b32'} {fresh[t]};" for t in targets)
+    return (_at_entry(text, "\n\t.reg .b64 %argus_k1;" + regs, ""),
+            "next k-block's stage and phase computed under the wgmmas, descriptors before the wait")
+
+
+def _hint(text: str) -> tuple[str, str]:
+    m = _k_loop(text)
+    return _with_loop(text, m, **{"try": m.group("try").replace(";\n", ", 10000000;\n")}), \
+        "suspend-time hint on the consumer's stage wait"
+
+
+def _uniform_warpgroup(text: str) -> tuple[str, str]:
+    found = re.findall(r"^\tcvt\.s64\.s32 (%rd\d+), (%r\d+);\n\tshr\.s64 (%rd\d+), \1, 7;$", text, re.M)
+    if len(found) != 1:
+        raise SystemExit(f"expected one 64-bit tid.x >> 7 in the PTX, found {len(found)}")
+    wide, tid, wg = found[0]
+    old = f"\tcvt.s64.s32 {wide}, {tid};\n\tshr.s64 {wg}, {wide}, 7;"
+    new = (f"\tcvt.s64.s32 {wide}, {tid};\n\tshr.s32 %argus_wg, {tid}, 7;\n"
+           f"\tshfl.sync.idx.b32 %argus_wg, %argus_wg, 0, 31, -1;\n\tcvt.s64.s32 {wg}, %argus_wg;")
+    return (_at_entry(text.replace(old, new), "\n\t.reg .b32 %argus_wg;", ""),
+            "the warpgroup index broadcast from lane 0 (warp-uniform for ptxas)")
+
+
+def _epilogue_prelude_hoisted(text: str) -> tuple[str, str]:
+    m = _k_loop(text)
+    end = re.compile(r"^\$L_end_\d+:\n", re.M).match(text, m.end())
+    drain = re.compile(r"^\t// [^\n]*\n\twgmma\.wait_group\.sync\.aligned 0;\n", re.M).search(text, end.end())
+    prelude = text[end.end():drain.start()]
+    if re.search(r"%vr|wgmma|mbarrier|bar\.|ld\.|st\.", prelude):
+        raise SystemExit("the code between the k-block loop and its drain is not index arithmetic only")
+    start = list(re.finditer(rf"^\tmov\.b64 {re.escape(m.group('k'))}, 0;\n", text[:m.start()], re.M))[-1]
+    text = text[:start.start()] + prelude + text[start.start():end.end()] + text[drain.start():]
+    return text, f"the epilogue's tile coordinates ({prelude.count(chr(10))} lines) computed before the k-block loop"
+
+
+def _issue_ring(text: str) -> tuple[str, str]:
+    """Warpgroup 0 issues k-block ``j`` only after warpgroup 1 issued ``j - 1``, and warpgroup 1
+    issues ``j`` only after warpgroup 0 did (named barriers 2 and 3, 256 threads: one warpgroup
+    arrives, the other waits); warpgroup 1 hands over the first turn at its start and warpgroup 0
+    takes the last one back at its end."""
+    m = _k_loop(text)
+    head = re.findall(r"^(\$L_loop_\d+):$", text[:m.start()], re.M)[-1]  # the consumers' tile loop
+    back = re.compile(rf"^\t@%p\d+ bra\.uni {re.escape(head)};\n\$L_end_\d+:\n", re.M).search(text, m.end())
+    grow = re.search(r"^\tsetmaxnreg\.inc\.sync\.aligned\.u32 \d+;\n", text, re.M)
+    fence = re.compile(r"^\twgmma\.fence\.sync\.aligned;\n", re.M).search(text, m.start(), m.end())
+    commit = re.compile(r"^\twgmma\.commit_group\.sync\.aligned;\n", re.M).search(text, m.start(), m.end())
+    turn = "\t@%argus_wg0 bar.sync 2, 256;\n\t@!%argus_wg0 bar.sync 3, 256;\n"
+    done = "\t@%argus_wg0 bar.arrive 3, 256;\n\t@!%argus_wg0 bar.arrive 2, 256;\n"
+    text = (text[:grow.end()] + "\t@!%argus_wg0 bar.arrive 2, 256;\n" + text[grow.end():fence.start()] + turn
+            + text[fence.start():commit.end()] + done + text[commit.end():back.end()]
+            + "\t@%argus_wg0 bar.sync 2, 256;\n" + text[back.end():])
+    text = _at_entry(text, "\n\t.reg .b32 %argus_tid;\n\t.reg .pred %argus_wg0;",
+                     "\n\tmov.u32 %argus_tid, %tid.x;\n\tsetp.lt.u32 %argus_wg0, %argus_tid, 256;")
+    return text, "the consumer warpgroups issue their k-blocks in turn (named barriers 2 and 3)"
+
+
+def _b_first(text: str) -> tuple[str, str]:
+    loads = list(_TMA_LOAD.finditer(text))
+    if len(loads) != 2:
+        raise SystemExit(f"expected the two operand TMA loads (A, then B) in the PTX, found {len(loads)}")
+    a, b = loads
+    text = text[:a.start()] + text[a.end() + 1:b.end()] + "\n" + a.group(0) + text[b.end():]
+    return text, "the producer issues B's load before A's"
+
+
+def _tensormaps_prefetched(text: str) -> tuple[str, str]:
+    maps = re.findall(r"^\tcvta\.param\.u64 (%rd\d+), %rd\d+;$", text, re.M)
+    init = re.search(r"^\tmbarrier\.init\.", text, re.M)
+    fetch = "".join(f"\tprefetch.tensormap [{r}];\n" for r in maps)
+    return text[:init.start()] + fetch + text[init.start():], f"prefetch.tensormap of {len(maps)} tensor maps at entry"
+
+
+def _exit_waits_for_reads(text: str) -> tuple[str, str]:
+    last = list(re.finditer(r"^\tcp\.async\.bulk\.wait_group 0;$", text, re.M))
+    if not last or not re.match(r"\s*(\$L_endif_\d+:\s*)*ret;", text[last[-1].end():]):
+        raise SystemExit("expected a full cp.async.bulk.wait_group 0 just before the kernel returns")
+    m = last[-1]
+    return (text[:m.start()] + "\tcp.async.bulk.wait_group.read 0;" + text[m.end():],
+            "the exit's wait for the last TMA stores waits for their shared-memory reads only")
+
+
+def _without_stores(text: str) -> tuple[str, str]:
+    stores = re.findall(r"^\tcp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.tile\.bulk_group .*\n", text, re.M)
+    for line in stores:
+        text = text.replace(line, "")
+    return text, f"diagnostic: the {len(stores)} TMA stores of C removed (the staging writes and barriers stay)"
+
+
+def _without_epilogue(text: str) -> tuple[str, str]:
+    """Each tile skips its whole epilogue (conversion, staging, barriers, stores) and goes on to
+    the next; the accumulator is summed and stored under a condition that never holds (``M ==
+    -1``), so that ptxas keeps the wgmmas."""
+    m = _k_loop(text)
+    acc = re.search(r"wgmma\.mma_async\S* \{([^}]*)\}", m.group("mma")).group(1).replace(" ", "").split(",")
+    drain = re.compile(r"^\twgmma\.wait_group\.sync\.aligned 0;\n", re.M).search(text, m.end())
+    head = re.findall(r"^(\$L_loop_\d+):$", text[:m.start()], re.M)[-1]  # the consumers' tile loop
+    back = re.compile(rf"^\tadd\.s64 (%rd\d+), \1, 1;\n\tsetp\.lt\.s64 %p\d+, \1, %rd\d+;\n\t@%p\d+ bra\.uni "
+                      rf"{re.escape(head)};$", re.M).search(text, drain.end())
+    rows = re.search(r"ld\.param\.s32 (%r\d+), \[p_M\];", text).group(1)
+    c = re.search(r"ld\.param\.u64 (%rd\d+), \[p_c\];\n\tcvta\.to\.global\.u64 (%rd\d+), \1;", text).group(2)
+    total = f"\tmov.f32 %argus_sum, {acc[0]};\n" + "".join(f"\tadd.f32 %argus_sum, %argus_sum, {r};\n" for r in acc[1:])
+    skip = (f"{total}\tsetp.eq.s32 %argus_never, {rows}, -1;\n\t@%argus_never st.global.f32 [{c}], %argus_sum;\n"
+            f"\tbra.uni $L_argus_next_tile;\n")
+    text = text[:drain.end()] + skip + text[drain.end():back.start()] + "$L_argus_next_tile:\n" + text[back.start():]
+    return (_at_entry(text, "\n\t.reg .f32 %argus_sum;\n\t.reg .pred %argus_never;", ""),
+            "diagnostic: no epilogue (C never written; the accumulator kept live)")
+
+
+_SCHEDULE = {"hoist": _hoist, "pipe": _pipe, "hint": _hint, "uniformwg": _uniform_warpgroup,
+             "epihoist": _epilogue_prelude_hoisted, "ring": _issue_ring, "bfirst": _b_first, "tmapfetch": _tensormaps_prefetched,
+             "exitread": _exit_waits_for_reads, "nostore": _without_stores, "noepi": _without_epilogue}
 
 
 # --------------------------------------------------------------------------- run (GPU)
@@ -629,12 +857,20 @@ def sweep(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, i
 
     out.mkdir(parents=True, exist_ok=True)
     manifest = json.loads((directory / "manifest.json").read_text())
+    from argus.runtime import launch
+
+    encode = launch.encode_tensor_map
     rows = []
-    for key in keys:
+    for spelled in keys:
+        # KEY@l2pN: the key's kernel launched with tensor maps of N-byte L2 promotion (128 otherwise)
+        key, _, promotion = spelled.partition("@l2p")
+        l2_promotion = int(promotion) if promotion else 128
+        launch.encode_tensor_map = functools.partial(encode, l2_promotion=l2_promotion)
         sms = manifest[key]["sms"]
         compiled, gate = _compiled(directory, key, manifest[key], sms)
         variant = manifest[key].get("variant", "main")
-        row = {"key": key, "variant": variant, "sms": sms, "consts": manifest[key]["consts"], "gate": gate}
+        row = {"key": spelled, "variant": variant, "sms": sms, "consts": manifest[key]["consts"], "gate": gate,
+               "l2_promotion": l2_promotion}
         if any(c > 1 for c in compiled.kernel.launch.cluster):
             row["max_active_clusters"] = max_active_clusters(compiled)
         check = _check(compiled, variant, ODD_SHAPES[3], seed=1)
@@ -650,6 +886,7 @@ def sweep(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, i
         rows.append(row)
         print(json.dumps(row), flush=True)
         (out / "sweep.json").write_text(json.dumps(rows, indent=1) + "\n")
+    launch.encode_tensor_map = encode
 
 
 def layouts(compiled: dict, results: dict, repeat: int, shapes: tuple = ((4096, 4096, 4096), (8192, 8192, 8192))) -> None:
@@ -718,6 +955,8 @@ def main() -> None:
     p.add_argument("--only", nargs="*", default=[])
     p.add_argument("--grids", type=int, nargs="*", default=[],
                    help="also build every specialization for these persistent grid sizes (keys KEY_smsN)")
+    p.add_argument("--extra", nargs="*", default=[],
+                   help="ad-hoc specializations for sweep: KEY[:VARIANT]=JSON, the consts over the 4096³ pick's")
     r = sub.add_parser("run")
     r.add_argument("directory", type=Path)
     r.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gemm_out")))
@@ -739,6 +978,9 @@ def main() -> None:
     v.add_argument("--releases", nargs="*", default=[], choices=_RELEASES,
                    help="one empty-barrier arrival per warp / warpgroup (spread: local and remote from two warps; "
                         "elect: per warp, by elect.sync)")
+    v.add_argument("--schedules", nargs="*", default=[],
+                   help=f"the consumer's k-block loop rescheduled, or diagnostics: {', '.join(SCHEDULES)} "
+                        "(a+b: both)")
     w = sub.add_parser("sweep")
     w.add_argument("directory", type=Path)
     w.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gemm_out")))
@@ -753,9 +995,9 @@ def main() -> None:
     elif args.command == "profile":
         profile(args.directory, args.key, tuple(args.shape), args.launches)
     elif args.command == "prepare":
-        prepare(args.directory, args.only, args.grids)
+        prepare(args.directory, args.only, args.grids, args.extra)
     elif args.command == "ptx-variants":
-        ptx_variants(args.directory, args.base, args.prefetch, args.policies, args.releases)
+        ptx_variants(args.directory, args.base, args.prefetch, args.policies, args.releases, args.schedules)
     else:
         run(args.directory, args.out, args.repeat, args.tune_repeat, args.no_tune)
 

@@ -268,9 +268,18 @@ def _function(image: bytes, key: str, name: str, dynamic_shared: int) -> Any:
     return entry[1]
 
 
-def encode_tensor_map(spec: Any, tensor: Any) -> bytes:
-    """The 128-byte ``CUtensorMap`` of a tiled TMA copy of ``tensor`` with ``spec``'s box and swizzle."""
+_L2_PROMOTIONS = {0: "NONE", 64: "L2_64B", 128: "L2_128B", 256: "L2_256B"}
+
+
+def encode_tensor_map(spec: Any, tensor: Any, l2_promotion: int = 128) -> bytes:
+    """The 128-byte ``CUtensorMap`` of a tiled TMA copy of ``tensor`` with ``spec``'s box and swizzle.
+
+    ``l2_promotion`` (bytes: 0, 64, 128 or 256) is how far the L2 widens a copy's miss; it changes
+    no value a kernel computes (128 and 256 timed the same for the Hopper GEMM, benchmarks/RESULTS.md)."""
+    if l2_promotion not in _L2_PROMOTIONS:
+        raise LaunchError(f"l2_promotion={l2_promotion!r}: use 0, 64, 128 or 256 (bytes)")
     driver = _driver()
+    promotion = getattr(driver.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{_L2_PROMOTIONS[l2_promotion]}")
     rank = tensor.dim()
     itemsize = tensor.element_size()
     dims = [int(n) for n in reversed(tensor.shape)]
@@ -284,8 +293,7 @@ def encode_tensor_map(spec: Any, tensor: Any) -> bytes:
         _tma_dtype(spec.dtype), rank, tensor.data_ptr(), [driver.cuuint64_t(d) for d in dims],
         [driver.cuuint64_t(s) for s in strides], [driver.cuuint32_t(b) for b in spec.box],
         [driver.cuuint32_t(1)] * rank, driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), "cuTensorMapEncodeTiled")
+        promotion, driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), "cuTensorMapEncodeTiled")
     return ctypes.string_at(tmap.getPtr(), 128)
 
 

@@ -129,3 +129,93 @@ def test_a_key_with_its_own_persistent_grid_keeps_it(tmp_path, gemm_benchmark):
     # the sweep and the gated run specialize it at its own grid, whatever the device's SM count
     assert bench._with_grid(manifest["main_c1_sms128"]["consts"], 132)["SMS"] == 128
     assert bench._with_grid(manifest["main_c1"]["consts"], 114)["SMS"] == 114
+
+
+def _instructions(text: str) -> list[str]:
+    """The instruction lines of a module (no comments, labels or declarations), sorted."""
+    return sorted(line.strip() for line in text.splitlines()
+                  if line.startswith("\t") and not line.strip().startswith(("//", ".")) and line.strip())
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed (pip install 'argus-kernels[nvidia]')")
+def test_schedules_move_the_k_loop_arithmetic_and_keep_every_instruction(tmp_path, gemm_benchmark):
+    bench = gemm_benchmark
+    bench.prepare(tmp_path, ["main_c0"], [])
+    made = bench.ptx_variants(tmp_path, "main_c0", [], [], [], ["hoist", "pipe", "uniformwg", "epihoist", "ring+pipe"])
+    assert made == ["main_c0_schedhoist", "main_c0_schedpipe", "main_c0_scheduniformwg", "main_c0_schedepihoist",
+                    "main_c0_schedring_pipe"]
+    base = (tmp_path / "main_c0.ptx").read_text()
+    ptx = {key: (tmp_path / f"{key}.ptx").read_text() for key in made}
+
+    def loop(text):
+        return bench._k_loop(text).group(0)
+
+    # hoist and epihoist only move lines: the same instructions, in another order
+    for key in ("main_c0_schedhoist", "main_c0_schedepihoist"):
+        assert _instructions(ptx[key]) == _instructions(base) and ptx[key] != base
+    # hoist: every descriptor's arithmetic is above the stage wait, the wgmmas follow the fence directly
+    hoisted = loop(ptx["main_c0_schedhoist"])
+    waited = hoisted[hoisted.index("mbarrier.try_wait"):]
+    assert "or.b64" not in waited and hoisted.count("or.b64") == loop(base).count("or.b64") == 8
+    assert re.search(r"wgmma\.fence\.sync\.aligned;\n\twgmma\.mma_async", waited)
+    # epihoist: the epilogue's divisions move from after the k-block loop to before it
+    k_at = ptx["main_c0_schedepihoist"].index(loop(ptx["main_c0_schedepihoist"]))
+    assert ptx["main_c0_schedepihoist"].count("div.u32") == base.count("div.u32")
+    assert ptx["main_c0_schedepihoist"].rindex("div.u32", 0, k_at) > base.rindex("div.u32", 0, base.index(loop(base)))
+
+    # pipe: the next k-block's stage and phase computed before this one's wgmma wait, carried over
+    piped = loop(ptx["main_c0_schedpipe"])
+    ahead = piped[piped.index("wgmma.commit_group"):piped.index("wgmma.wait_group")]
+    assert re.search(r"add\.s64 %argus_k1, %rd\d+, 1;", ahead) and "%argus_n" in ahead
+    assert not re.search(r"mul\.lo\.s64", piped[:piped.index("mbarrier.try_wait")])  # no index math at the top
+    assert set(_instructions(base)) <= set(_instructions(ptx["main_c0_schedpipe"]))
+    assert len(re.findall(r"mov\.b(?:32|64) %r\w*\d+, %argus_n", piped)) >= 3  # stage, barrier address, phase
+
+    # uniformwg: the warpgroup index broadcast from lane 0, nothing else changed
+    assert "shfl.sync.idx.b32 %argus_wg, %argus_wg, 0, 31, -1;" in ptx["main_c0_scheduniformwg"]
+
+    # ring (with pipe): each warpgroup waits for its turn before the fence and passes it on after the commit
+    ring = ptx["main_c0_schedring_pipe"]
+    body = loop(ring)
+    assert body.index("bar.sync 2, 256") < body.index("wgmma.fence") < body.index("wgmma.commit_group") \
+        < body.index("bar.arrive 3, 256")
+    assert ring.count("bar.arrive 2, 256") == 2 and ring.count("bar.sync 2, 256") == 2  # first turn, last one back
+    assert ring.count("bar.sync 3, 256") == ring.count("bar.arrive 3, 256") == 1
+
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    for key in made:
+        assert manifest[key]["ptx_patch"] and "0 bytes spill stores" in " ".join(manifest[key]["ptxas"])
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed (pip install 'argus-kernels[nvidia]')")
+def test_entry_exit_and_diagnostic_schedules(tmp_path, gemm_benchmark):
+    bench = gemm_benchmark
+    bench.prepare(tmp_path, ["main_c0"], [])
+    with pytest.raises(SystemExit, match="give one of hoist"):
+        bench.ptx_variants(tmp_path, "main_c0", [], [], [], ["hoist+unroll"])
+    assert not list(tmp_path.glob("main_c0_sched*"))
+    made = bench.ptx_variants(tmp_path, "main_c0", [], [], [], ["tmapfetch+exitread", "hint", "nostore", "noepi"])
+    base = (tmp_path / "main_c0.ptx").read_text()
+    ptx = {key: (tmp_path / f"{key}.ptx").read_text() for key in made}
+
+    both = ptx["main_c0_schedtmapfetch_exitread"]
+    fetched = re.findall(r"prefetch\.tensormap \[(%rd\d+)\];", both)
+    assert fetched == re.findall(r"cvta\.param\.u64 (%rd\d+), %rd\d+;", base) and len(fetched) == 3
+    assert both.index("prefetch.tensormap") < both.index("mbarrier.init") < both.index("bar.sync 0")
+    assert both.count("cp.async.bulk.wait_group.read 0;") == base.count("cp.async.bulk.wait_group.read 0;") + 1
+    assert "cp.async.bulk.wait_group 0;" not in both and "cp.async.bulk.wait_group 0;" in base
+
+    waits = re.findall(r"mbarrier\.try_wait\.parity\.shared::cta\.b64 %p\d+, \[([^\]]+)\], %r\d+(, 10000000)?;",
+                       ptx["main_c0_schedhint"])
+    stage_wait = bench._k_loop(base).group("try")
+    assert [hint for _, hint in waits].count(", 10000000") == 1 and len(waits) == base.count("mbarrier.try_wait")
+    assert next(where for where, hint in waits if hint) in stage_wait  # the consumers' wait for a full stage
+
+    assert "cp.async.bulk.tensor.2d.global.shared" in base
+    assert "cp.async.bulk.tensor.2d.global.shared" not in ptx["main_c0_schednostore"]
+    skipped = ptx["main_c0_schednoepi"]
+    assert skipped.count("add.f32 %argus_sum") == 127 and "bra.uni $L_argus_next_tile;" in skipped
+    assert skipped.index("bra.uni $L_argus_next_tile;") < skipped.index("$L_argus_next_tile:")
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["main_c0_schednoepi"]["ptx_patch"].startswith("diagnostic")
+    assert manifest["main_c0_schednostore"]["ptx_patch"].startswith("diagnostic")
