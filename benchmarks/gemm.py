@@ -315,8 +315,8 @@ def _fewer_arrivals(text: str, how: str, cluster: int) -> tuple[str, str]:
     return text, f"one empty-barrier arrival per {what}"
 
 
-SCHEDULES = ("hoist", "pipe", "hint", "uniformwg", "epihoist", "ring", "bfirst", "tmapfetch", "exitread", "nostore",
-             "noepi")
+SCHEDULES = ("hoist", "pipe", "hint", "uniformwg", "epihoist", "ring", "syncN", "bfirst", "tmapfetch", "exitread",
+             "nostore", "noepi")
 """What ``ptx-variants --schedules`` applies (:func:`_rescheduled`); ``a+b`` applies ``a``, then ``b``."""
 
 
@@ -338,6 +338,8 @@ def _rescheduled(text: str, how: str) -> tuple[str, str]:
       depend on the tile number only) are computed before the tile's k-block loop, not after it;
     * ``ring``: the two consumer warpgroups issue their k-blocks strictly in turn (named barriers 2
       and 3 passed back and forth; one more ordering, no value changes);
+    * ``syncN`` (``sync16``, say): the two consumer warpgroups meet at a named barrier before every
+      N-th k-block of a tile (the epilogue's barrier re-aligns them once per tile);
     * ``bfirst``: the producer issues a stage's B load (the larger box) before its A load;
     * ``tmapfetch``: the thread that initializes the barriers first prefetches every tensor map
       parameter (``prefetch.tensormap``);
@@ -348,12 +350,12 @@ def _rescheduled(text: str, how: str) -> tuple[str, str]:
       and barriers kept;
     * ``noepi`` (a diagnostic: C is not written): every tile skips its whole epilogue."""
     steps = how.split("+")
-    unknown = [one for one in steps if one not in SCHEDULES]
+    unknown = [one for one in steps if one not in SCHEDULES and not re.fullmatch(r"sync[1-9]\d*", one)]
     if unknown:
         raise SystemExit(f"schedule {unknown[0]!r}: give one of {', '.join(SCHEDULES)}, or several joined by '+'")
     whats = []
     for one in steps:
-        text, what = _SCHEDULE[one](text)
+        text, what = _met_every(text, int(one[4:])) if one.startswith("sync") else _SCHEDULE[one](text)
         whats.append(what)
     return text, "; ".join(whats)
 
@@ -465,6 +467,16 @@ def _issue_ring(text: str) -> tuple[str, str]:
     text = _at_entry(text, "\n\t.reg .b32 %argus_tid;\n\t.reg .pred %argus_wg0;",
                      "\n\tmov.u32 %argus_tid, %tid.x;\n\tsetp.lt.u32 %argus_wg0, %argus_tid, 256;")
     return text, "the consumer warpgroups issue their k-blocks in turn (named barriers 2 and 3)"
+
+
+def _met_every(text: str, n: int) -> tuple[str, str]:
+    m = _k_loop(text)
+    meet = (f"\tand.b64 %argus_kmod, {m.group('k')}, {n - 1};\n\tsetp.eq.s64 %argus_meet, %argus_kmod, 0;\n"
+            f"\t@%argus_meet bar.sync 2, 256;\n") if n & (n - 1) == 0 else \
+        f"\trem.u64 %argus_kmod, {m.group('k')}, {n};\n\tsetp.eq.s64 %argus_meet, %argus_kmod, 0;\n\t@%argus_meet bar.sync 2, 256;\n"
+    text = _with_loop(text, m, index=meet + m.group("index"))
+    return (_at_entry(text, "\n\t.reg .b64 %argus_kmod;\n\t.reg .pred %argus_meet;", ""),
+            f"the consumer warpgroups meet every {n} k-blocks (named barrier 2)")
 
 
 def _b_first(text: str) -> tuple[str, str]:

@@ -194,7 +194,10 @@ def test_entry_exit_and_diagnostic_schedules(tmp_path, gemm_benchmark):
     with pytest.raises(SystemExit, match="give one of hoist"):
         bench.ptx_variants(tmp_path, "main_c0", [], [], [], ["hoist+unroll"])
     assert not list(tmp_path.glob("main_c0_sched*"))
-    made = bench.ptx_variants(tmp_path, "main_c0", [], [], [], ["tmapfetch+exitread", "hint", "nostore", "noepi"])
+    with pytest.raises(SystemExit, match="give one of"):
+        bench.ptx_variants(tmp_path, "main_c0", [], [], [], ["sync0"])
+    made = bench.ptx_variants(tmp_path, "main_c0", [], [], [], ["tmapfetch+exitread", "hint", "nostore", "noepi",
+                                                                "sync16", "sync12"])
     base = (tmp_path / "main_c0.ptx").read_text()
     ptx = {key: (tmp_path / f"{key}.ptx").read_text() for key in made}
 
@@ -216,6 +219,12 @@ def test_entry_exit_and_diagnostic_schedules(tmp_path, gemm_benchmark):
     skipped = ptx["main_c0_schednoepi"]
     assert skipped.count("add.f32 %argus_sum") == 127 and "bra.uni $L_argus_next_tile;" in skipped
     assert skipped.index("bra.uni $L_argus_next_tile;") < skipped.index("$L_argus_next_tile:")
+    for key, every in (("main_c0_schedsync16", r"and\.b64 %argus_kmod, (%rd\d+), 15;"),
+                       ("main_c0_schedsync12", r"rem\.u64 %argus_kmod, (%rd\d+), 12;")):
+        head = bench._k_loop(ptx[key]).group("index")
+        counter = re.search(every, head).group(1)
+        assert counter == bench._k_loop(base).group("k")  # the tile's k-block counter
+        assert re.search(r"setp\.eq\.s64 %argus_meet, %argus_kmod, 0;\n\t@%argus_meet bar\.sync 2, 256;", head)
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["main_c0_schednoepi"]["ptx_patch"].startswith("diagnostic")
     assert manifest["main_c0_schednostore"]["ptx_patch"].startswith("diagnostic")
