@@ -134,6 +134,7 @@ def _kernel(variant: str):
 def prepare(directory: Path, only: list[str], grids: list[int], extra: list[str] = ()) -> None:
     from argus.backend_ptx.assemble import build_cubin
     from argus.backend_ptx.emit import emit_ptx
+    from argus.kernels.gemm import tuned_config
     from argus.runtime.gate import VerificationRequired, require_proof
     from argus.spec.kernel import kernel_hash
 
@@ -147,8 +148,6 @@ def prepare(directory: Path, only: list[str], grids: list[int], extra: list[str]
     for spelled in extra:  # KEY[:VARIANT]={json consts over the 4096³ pick's}
         head, _, spec = spelled.partition("=")
         key, _, variant = head.partition(":")
-        from argus.kernels.gemm import tuned_config
-
         jobs.append((key, variant or "main", {**tuned_config(4096, 4096, 4096).consts(), **json.loads(spec or "{}")},
                      H200_SMS))
         only = [*only, key]  # with extras, only they and the keys named are built
@@ -196,8 +195,9 @@ def ptx_variants(directory: Path, base: str, distances: list[int], policies: lis
     the lane chosen by ``elect.sync`` at the release.  These rely on a warp's
     ``wgmma.wait_group`` retiring its warpgroup's reads of the stage, which the DSL's model does
     not grant (it asks every reader to arrive, or a barrier before one does).  ``schedules`` (key
-    ``<base>_sched<how>``) reorders the consumer's k-block loop without changing what it computes
-    (:func:`_rescheduled`).  They build here
+    ``<base>_sched<how>``) reorders the consumer's k-block loop, the entry or the exit without
+    changing what the kernel computes, or removes its epilogue as a diagnostic (:func:`_rescheduled`).
+    They build here
     and run in ``sweep`` beside ``base``, through the backend API and marked as patched: the
     proved module is the unpatched one, so a variant that wins is a reason to express it in the
     DSL (and prove it), not a kernel to ship."""

@@ -228,3 +228,17 @@ def test_entry_exit_and_diagnostic_schedules(tmp_path, gemm_benchmark):
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["main_c0_schednoepi"]["ptx_patch"].startswith("diagnostic")
     assert manifest["main_c0_schednostore"]["ptx_patch"].startswith("diagnostic")
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed (pip install 'argus-kernels[nvidia]')")
+def test_prepare_builds_only_the_extra_keys_over_the_4096_pick(tmp_path, gemm_benchmark):
+    from argus.kernels.gemm import tuned_config
+
+    bench = gemm_benchmark
+    bench.prepare(tmp_path, [], [], ['g8_sms128={"GROUP_M": 8, "SMS": 128}', "plain_f16:f16="])
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert sorted(manifest) == ["g8_sms128", "plain_f16"]
+    pick = tuned_config(4096, 4096, 4096).consts()
+    assert manifest["g8_sms128"]["consts"] == {**pick, "GROUP_M": 8, "SMS": 128} and manifest["g8_sms128"]["sms"] == 128
+    assert manifest["plain_f16"]["variant"] == "f16" and manifest["plain_f16"]["consts"] == pick
+    assert "SMS" in manifest["g8_sms128"]["consts"] and manifest["plain_f16"]["sms"] == 132
