@@ -159,26 +159,35 @@ def test_the_cli_passes_retries_and_rejects_a_negative_count(capsys):
 class Lucky:
     """A prover whose long-lived process gives up on every query and whose forks prove only at
     random seed ``lucky``; at any other seed a fork's check holds on until the fork is closed
-    (a solver searching past its luckiest rival) and then reports its workers killed."""
+    (a solver searching past its luckiest rival) and then reports its workers killed.  With
+    ``rivals``, the lucky fork answers only once that many forks (itself included) started on
+    its query, so that a loaded machine cannot let it win before a rival is even started."""
 
     name = "z3"
 
-    def __init__(self, lucky, log=None, seed=None):
+    def __init__(self, lucky, log=None, seed=None, rivals=1):
         import threading
 
-        self.lucky, self.seed = lucky, seed
-        self.log = log if log is not None else {"seeds": [], "stopped": [], "closes": 0}
+        self.lucky, self.seed, self.rivals = lucky, seed, rivals
+        self.log = log if log is not None else {"seeds": [], "stopped": [], "closes": 0, "started": {},
+                                                "turn": threading.Condition()}
         self.closed = threading.Event()
         self.inner = LocalProver("z3")
 
     def fork(self, seed=None):
-        return Lucky(self.lucky, self.log, seed=seed)
+        return Lucky(self.lucky, self.log, seed=seed, rivals=self.rivals)
 
     def check(self, query, guards):
         if self.seed is None:
             return Unknown((SolverRun("z3", "unknown", "resource_limit", "", 0.5, 10),))
-        self.log["seeds"].append(self.seed)
+        turn, started, key = self.log["turn"], self.log["started"], repr(query)
+        with turn:
+            self.log["seeds"].append(self.seed)
+            started[key] = started.get(key, 0) + 1
+            turn.notify_all()
         if self.seed == self.lucky:
+            with turn:
+                assert turn.wait_for(lambda: started[key] >= self.rivals, timeout=60), "a rival never started"
             return self.inner.check(query, guards)
         if not self.closed.wait(20):
             return Unknown((SolverRun("z3", "unknown", "resource_limit", "", 20.0, 10),))
@@ -196,7 +205,7 @@ class Lucky:
 def test_racing_seeds_proves_at_the_lucky_seed_and_stops_its_rivals(monkeypatch):
     monkeypatch.setattr(verify, "MIN_PARALLEL_QUERIES", 10**9)
     monkeypatch.setattr(verify, "PARALLEL", 64)  # lanes enough for every query's four seeds at once
-    prover = Lucky(lucky=3)
+    prover = Lucky(lucky=3, rivals=4)
     report = verify_kernel(VA.vector_add.specialize(), prover=prover, retries=4, replay=False, split=False, race=True)
     assert report.verdict == "proved"
     solved = [r for r in report.results if r.solver != "structural"]
