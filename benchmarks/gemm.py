@@ -471,9 +471,9 @@ def _issue_ring(text: str) -> tuple[str, str]:
 
 def _met_every(text: str, n: int) -> tuple[str, str]:
     m = _k_loop(text)
-    meet = (f"\tand.b64 %argus_kmod, {m.group('k')}, {n - 1};\n\tsetp.eq.s64 %argus_meet, %argus_kmod, 0;\n"
-            f"\t@%argus_meet bar.sync 2, 256;\n") if n & (n - 1) == 0 else \
-        f"\trem.u64 %argus_kmod, {m.group('k')}, {n};\n\tsetp.eq.s64 %argus_meet, %argus_kmod, 0;\n\t@%argus_meet bar.sync 2, 256;\n"
+    k = m.group("k")
+    modulo = f"and.b64 %argus_kmod, {k}, {n - 1}" if n & (n - 1) == 0 else f"rem.u64 %argus_kmod, {k}, {n}"
+    meet = f"\t{modulo};\n\tsetp.eq.s64 %argus_meet, %argus_kmod, 0;\n\t@%argus_meet bar.sync 2, 256;\n"
     text = _with_loop(text, m, index=meet + m.group("index"))
     return (_at_entry(text, "\n\t.reg .b64 %argus_kmod;\n\t.reg .pred %argus_meet;", ""),
             f"the consumer warpgroups meet every {n} k-blocks (named barrier 2)")
