@@ -316,7 +316,8 @@ def _fewer_arrivals(text: str, how: str, cluster: int) -> tuple[str, str]:
 
 
 SCHEDULES = ("hoist", "pipe", "hint", "uniformwg", "epihoist", "ring", "syncN", "bfirst", "tmapfetch", "exitread",
-             "nostore", "noepi")
+             "nostore", "noepi", "noload", "nomma", "stamps", "pair", "n128x2", "n128seq",
+             "testwait", "estamps", "defer", "defer3", "defer4")
 """What ``ptx-variants --schedules`` applies (:func:`_rescheduled`); ``a+b`` applies ``a``, then ``b``."""
 
 
@@ -416,6 +417,131 @@ def _pipe(text: str) -> tuple[str, str]:
     regs = "".join(f"\n\t.reg .{'b64' if t.startswith('%rd') else 'b32'} {fresh[t]};" for t in targets)
     return (_at_entry(text, "\n\t.reg .b64 %argus_k1;" + regs, ""),
             "next k-block's stage and phase computed under the wgmmas, descriptors before the wait")
+
+def _paired(text: str) -> tuple[str, str]:
+    """Each consumer warpgroup issues two k-blocks' wgmmas (two commit groups) before it waits,
+    then releases both stages: the loop unrolled by two, the second k-block's stage, barrier
+    and phase in fresh registers (a tile with an odd k-block count ends with a single one)."""
+    m = _k_loop(text)
+    index, _ = _pure_lines(m.group("index"))
+    targets = [d.group(1) for d in (re.match(r"^\t\S+ (%r\w*\d+),", line) for line in index.splitlines()) if d]
+    fresh = {t: f"%argus_n{t[1:]}" for t in targets}
+    k = m.group("k")
+
+    def second(block: str) -> str:  # the same code for k + 1, its index registers fresh
+        block = re.sub(rf"{re.escape(k)}\b", "%argus_k1", block)
+        block = re.sub(r"%r\w*?\d+\b", lambda r: fresh.get(r.group(0), r.group(0)), block)
+        return re.sub(r"\$L_wait_(\d+)", r"$L_argus_wait_\1", block)
+
+    count = re.search(rf"setp\.lt\.s64 %p\d+, {re.escape(k)}, (%rd\d+);", m.group("test")).group(1)
+    label = m.group("head").replace("$L_loop_", "$L_argus_single_")
+    wait2 = second(f"{m.group('wait')}:\n{m.group('try')}{m.group('spin')}")
+    mma2 = second(m.group("mma")).replace("\twgmma.fence.sync.aligned;\n", "", 1)
+    mma = (m.group("mma") + f"\tadd.s64 %argus_k1, {k}, 1;\n\tsetp.lt.s64 %argus_two, %argus_k1, {count};\n"
+           f"\t@!%argus_two bra.uni {label}a;\n" + second(m.group("index")) + wait2 + mma2 + f"{label}a:\n")
+    tail = m.group("tail") + f"\t@!%argus_two bra.uni {label}b;\n" + second(m.group("tail")) + f"{label}b:\n"
+    text = _with_loop(text, m, mma=mma, tail=tail, step=m.group("step").replace(", 1;", ", 2;"))
+    regs = "".join(f"\n\t.reg .{'b64' if t.startswith('%rd') else 'b32'} {fresh[t]};" for t in targets)
+    return (_at_entry(text, "\n\t.reg .b64 %argus_k1;\n\t.reg .pred %argus_two;" + regs, ""),
+            "each warpgroup issues two k-blocks (8 wgmmas) before it waits, and releases both stages")
+
+
+_WGMMA_N256 = re.compile(r"^\twgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.(?P<t>\w+\.\w+) \{(?P<acc>[^}]*)\}, "
+                         r"(?P<a>%rd\d+), (?P<b>%rd\d+), (?P<rest>[^;]*);\n", re.M)
+
+
+def _two_chains(text: str, interleave: bool = True) -> tuple[str, str]:
+    """Each ``m64n256k16`` wgmma of the k-block loop as two ``m64n128k16`` on the two halves of
+    the accumulator (registers 0-63 hold columns 0-127, 64-127 columns 128-255) and of B's stage
+    (a K-major 128B-swizzled box: column 128 starts 16 KB further, the descriptor's address field
+    ``+ 1024``), so that each warp runs two independent accumulator chains; ``interleave``: the
+    halves alternate k-step by k-step (else all of the low half's k-steps come first)."""
+    m = _k_loop(text)
+    body = m.group("mma")
+    found = list(_WGMMA_N256.finditer(body))
+    if not found:
+        raise SystemExit("n128x2: no m64n256k16 wgmma in the consumers' k-block loop")
+    lows, highs, extra = [], [], []
+    for i, w in enumerate(found):
+        acc = [r.strip() for r in w.group("acc").split(",")]
+        hi_b = f"%argus_bh{i}"
+        extra.append(hi_b)
+        lows.append(f"\twgmma.mma_async.sync.aligned.m64n128k16.f32.{w.group('t')} {{{', '.join(acc[:64])}}}, "
+                    f"{w.group('a')}, {w.group('b')}, {w.group('rest')};\n")
+        highs.append(f"\tadd.s64 {hi_b}, {w.group('b')}, 1024;\n"
+                     f"\twgmma.mma_async.sync.aligned.m64n128k16.f32.{w.group('t')} {{{', '.join(acc[64:])}}}, "
+                     f"{w.group('a')}, {hi_b}, {w.group('rest')};\n")
+    first = body[:found[0].start()]
+    between = [body[found[i].end():found[i + 1].start()] for i in range(len(found) - 1)]
+    after = body[found[-1].end():]
+    if interleave:
+        new = first + "".join(lows[i] + highs[i] + (between[i] if i < len(between) else "") for i in range(len(found)))
+    else:  # the descriptors computed between the wgmmas stay before the first one that needs them
+        new = first + "".join(between) + "".join(lows) + "".join(highs)
+    text = _with_loop(text, m, mma=new + after)
+    return (_at_entry(text, "".join(f"\n\t.reg .b64 {r};" for r in extra), ""),
+            "each m64n256k16 as two m64n128k16 on the accumulator's halves (two chains per warp"
+            + (", alternating)" if interleave else ", one after the other)"))
+
+
+def _test_waits(text: str) -> tuple[str, str]:
+    """Every ``mbarrier.try_wait`` (potentially suspending) spin becomes a ``mbarrier.test_wait``
+    (non-blocking) spin."""
+    count = len(re.findall(r"\tmbarrier\.try_wait\.parity", text))
+    return (text.replace("\tmbarrier.try_wait.parity", "\tmbarrier.test_wait.parity"),
+            f"{count} mbarrier waits spin on test_wait instead of try_wait")
+
+
+def _deferred_boxes(text: str, boxes: int = 2) -> tuple[str, str]:
+    """The last ``boxes`` of a tile's four C boxes leave during the next tile's first k-block:
+    after that k-block's wgmmas are issued (before the warpgroup waits for them) the consumers
+    write those boxes into the staging buffers and store them, from the converted values and
+    store coordinates the tile's epilogue left in registers (nothing in between writes them);
+    after a block's last tile they leave after the tile loop.  The wait for the TMA reads that
+    frees the first deferred box's buffer moves with them.  So those reads and writes run under
+    the tensor cores' work instead of before it."""
+    m = _k_loop(text)
+    drain = re.compile(r"^\twgmma\.wait_group\.sync\.aligned 0;\n", re.M).search(text, m.end())
+    back = re.compile(r"^\t@%p\d+ bra\.uni (\$L_loop_\d+);\n(\$L_end_\d+):\n", re.M).search(text, drain.end())
+    if back is None or f"{back.group(1)}:" not in text[:m.start()]:
+        raise SystemExit("defer: the consumers' tile loop around the k-block loop was not found")
+    region = text[drain.end():back.start()]
+    bars = [b.start() for b in re.finditer(r"^\tbar\.sync 1, 256;\n", region, re.M)]
+    step = re.compile(r"^\tadd\.s64 (%rd\d+), \1, 1;\n\tsetp\.lt\.s64 %p\d+, \1, %rd\d+;\n\Z", re.M).search(region)
+    if len(bars) != 8 or step is None:
+        raise SystemExit(f"defer: expected four boxes of two barriers each in the epilogue, found {len(bars)} barriers")
+    cut = bars[2 * (4 - boxes)]
+    # the wait for the reads that free the first deferred box's buffer (by the thread that stores)
+    freeing = list(re.finditer(r"^\t@!(%p\d+) bra \$L_endif_\d+;\n(?:(?!\$L_).*\n)*?"
+                               r"(\tcp\.async\.bulk\.wait_group\.read \d+;\n)", region[:cut], re.M))
+    if not freeing:
+        raise SystemExit("defer: the wait for the staging buffer's reads was not found")
+    wait = freeing[-1]
+    region = region[:wait.start(2)] + region[wait.end(2):]
+    cut -= wait.end(2) - wait.start(2)
+    step = re.compile(r"^\tadd\.s64 (%rd\d+), \1, 1;\n\tsetp\.lt\.s64 %p\d+, \1, %rd\d+;\n\Z", re.M).search(region)
+    deferred = f"\t@{wait.group(1)} {wait.group(2)[1:]}" + region[cut:step.start()]
+    # every register the deferred boxes read must hold the tile's value until the next tile's first
+    # k-block: nothing from the tile loop's head to that k-block's commit may write it
+    written_inside = set(re.findall(r"^\t(?:@!?%p\d+ )?[a-z][\w.:]* (%\w+),", deferred, re.M))
+    read = set(re.findall(r"%(?:r|rd|vr\d+_|p)\d+", deferred)) - written_inside
+    head = text.rindex(f"{back.group(1)}:", 0, m.start())
+    path = text[head:m.start()] + m.group(0)[:m.start("retire") - m.start()]
+    clobbered = read & set(re.findall(r"^\t(?:@!?%p\d+ )?[a-z][\w.:]* (%\w+),", path, re.M))
+    if clobbered:
+        raise SystemExit(f"defer: the next tile's start overwrites {sorted(clobbered)} before the flush")
+
+    def copy(tag: str) -> str:
+        body = re.sub(r"\$L_endif_(\d+)", rf"$L_argus_{tag}_\1", deferred)
+        return (f"\t@!%argus_pending bra.uni $L_argus_flushed_{tag};\n{body}"
+                f"\tsetp.ne.s32 %argus_pending, 1, 1;\n$L_argus_flushed_{tag}:\n")
+
+    region = region[:cut] + "\tsetp.eq.s32 %argus_pending, 1, 1;\n" + region[step.start():]
+    text = text[:drain.end()] + region + back.group(0) + copy("b") + text[back.end():]
+    text = _with_loop(text, m, retire=copy("a") + m.group("retire"))
+    return (_at_entry(text, "\n\t.reg .pred %argus_pending;", "\n\tsetp.ne.s32 %argus_pending, 1, 1;"),
+            f"a tile's last {boxes} C boxes written and stored during the next tile's first k-block")
+
 
 
 def _hint(text: str) -> tuple[str, str]:
@@ -531,9 +657,172 @@ def _without_epilogue(text: str) -> tuple[str, str]:
             "diagnostic: no epilogue (C never written; the accumulator kept live)")
 
 
+def _without_loads(text: str) -> tuple[str, str]:
+    """A diagnostic: after a block's first ``STAGES`` k-blocks its producer marks each stage full
+    without loading it (a plain arrive instead of the expected transaction and the two TMA loads),
+    so the consumers run on stale operands with no memory traffic (C is wrong)."""
+    found = re.search(r"\tand\.b64 %rd\d+, (?P<it>%rd\d+), (?P<mask>\d+);\n(?:.*\n)*?"
+                      r"(?P<expect>\tmbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, (?P<full>\[[^\]]+\]), \d+;\n)",
+                      text)
+    loads = list(_TMA_LOAD.finditer(text))
+    if found is None or len(loads) != 2 or "multicast" in text:
+        raise SystemExit("noload: expected one unclustered producer (an expected transaction and two TMA loads)")
+    stages = int(found.group("mask")) + 1
+    filled = (f"\tsetp.lt.s64 %argus_fill, {found.group('it')}, {stages};\n\t@%argus_fill "
+              f"{found.group('expect')[1:]}\t@!%argus_fill mbarrier.arrive.shared::cta.b64 _, {found.group('full')};\n")
+    for m in reversed(loads):
+        text = text[:m.start()] + "\t@%argus_fill " + m.group(0).lstrip("\t") + text[m.end():]
+    text = text[:found.start("expect")] + filled + text[found.end("expect"):]
+    return (_at_entry(text, "\n\t.reg .pred %argus_fill;", ""),
+            f"diagnostic: no operand loads after a block's first {stages} k-blocks (stale operands, C wrong)")
+
+
+def _without_mmas(text: str) -> tuple[str, str]:
+    """A diagnostic: the consumers issue no wgmma (they wait for each stage and release it), so the
+    kernel runs at the rate its loads alone allow (C is wrong)."""
+    m = _k_loop(text)
+    mma = re.sub(r"^\twgmma\.mma_async[^\n]*\n", "", m.group("mma"), flags=re.M)
+    return _with_loop(text, m, mma=mma), "diagnostic: no wgmma (the loads' own rate; C wrong)"
+
+
+#: the per-block capacity of the ``stamps`` diagnostic: k-blocks recorded per block (later ones are not)
+STAMP_CAP = 512
+#: what each of a k-block's eight stamps records (``%clock64`` of the block's SM)
+STAMP_SLOTS = ("producer_wake", "arrived", "probe_wg0", "probe_wg1", "got_wg0", "got_wg1", "released_wg0",
+               "released_wg1")
+
+
+def _stamped(text: str) -> tuple[str, str]:
+    """A diagnostic that records, for each k-block a block runs (its ordinal ``it`` among the
+    block's k-blocks, up to :data:`STAMP_CAP`), eight ``%clock64`` values into the module global
+    ``argus_stamps[block][it][slot]`` (:data:`STAMP_SLOTS`): when the producer's wait for the empty
+    stage ends (it issues the loads next); when the stage's ``full`` barrier completes, seen by an
+    observer (thread 32, a producer warp that does nothing else, waiting on every stage in turn;
+    it is no party to any barrier, so it delays nobody); per consumer warpgroup (its first
+    thread) when it starts to wait for the stage, when the wait ends and when it released the
+    stage.  The kernel computes the same C."""
+    m = _k_loop(text)
+    producer = re.search(r"(?P<index>\tand\.b64 %rd\d+, (?P<it>%rd\d+), (?P<mask>\d+);\n(?:.*\n)*?)"
+                         r"(?P<branch>\t@!%p1 bra \$L_endif_\d+;\n)"
+                         r"(?P<pre>(?:.*\n)*?)\tmad\.lo\.s32 %r\d+, %r\d+, 8, (?P<base>%r\d+);\n(?:.*\n)*?"
+                         r"(?P<wait>\$L_wait_\d+):\n"
+                         r"\tmbarrier\.try_wait\.parity\.shared::cta\.b64 %p\d+, \[%r\d+\+(?P<empty>\d+)\], %r\d+;\n"
+                         r"\t@!%p\d+ bra (?P=wait);\n"
+                         r"(?P<expect>(?:\t//.*\n)?\tmbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, "
+                         r"\[%r\d+\+(?P<full>\d+)\], \d+;\n)", text[:m.start()])
+    if producer is None or re.search(r"\tsetp\.eq\.s32 %p1, %r1, 0;\n", text) is None:
+        raise SystemExit("stamps: the producer's loop (thread 0's wait for an empty stage) was not found")
+    it, stages = producer.group("it"), int(producer.group("mask")) + 1
+    if stages & (stages - 1):
+        raise SystemExit(f"stamps: {stages} stages; the producer's stage index is not a mask")
+    shift = stages.bit_length() - 1
+
+    def stamp(iteration: str, slot: str | int, guard: str) -> str:  # slot: a register or a constant
+        offset = (f"\tmul.wide.u32 %argus_o, {slot}, 8;\n\tadd.s64 %argus_a, %argus_a, %argus_o;\n"
+                  if isinstance(slot, str) else f"\tadd.s64 %argus_a, %argus_a, {8 * slot};\n")
+        return (f"\tmov.u64 %argus_t, %clock64;\n\tsetp.lt.s64 %argus_in, {iteration}, {STAMP_CAP};\n"
+                f"\tand.pred %argus_in, %argus_in, {guard};\n"
+                f"\tshl.b64 %argus_a, {iteration}, 6;\n\tadd.s64 %argus_a, %argus_a, %argus_block;\n{offset}"
+                f"\t@%argus_in st.global.u64 [%argus_a], %argus_t;\n")
+
+    observe = (f"\tsetp.eq.s32 %argus_obs, %r1, 32;\n\t@!%argus_obs bra $L_argus_observed;\n"
+               f"\tcvt.u32.u64 %argus_s, {it};\n\tand.b32 %argus_s, %argus_s, {stages - 1};\n"
+               f"\tmad.lo.s32 %argus_s, %argus_s, 8, {producer.group('base')};\n"
+               f"\tshr.u64 %argus_o, {it}, {shift};\n\tcvt.u32.u64 %argus_ph, %argus_o;\n"
+               f"\tand.b32 %argus_ph, %argus_ph, 1;\n$L_argus_observe:\n"
+               f"\tmbarrier.try_wait.parity.shared::cta.b64 %argus_ok, [%argus_s+{producer.group('full')}], %argus_ph;\n"
+               f"\t@!%argus_ok bra $L_argus_observe;\n{stamp(it, 1, '%argus_obs')}$L_argus_observed:\n")
+    woke = stamp(it, 0, "%p1")
+    start, end = producer.start("branch"), producer.start("expect")
+    head = text[:m.start()]
+    head = head[:start] + observe + head[start:end] + woke + head[end:]
+    # the consumers: the k-block's ordinal is the first masked index of the loop's head
+    cit = re.search(rf"\tand\.b64 %rd\d+, (%rd\d+), {stages - 1};\n", m.group("index"))
+    if cit is None:
+        raise SystemExit("stamps: the consumers' k-block ordinal was not found")
+    c = cit.group(1)
+    loop = _with_loop("", m, wait=stamp(c, "%argus_wg", "%argus_lead") + m.group("wait"),
+                      mma=stamp(c, "%argus_wg2", "%argus_lead") + m.group("mma"),
+                      tail=m.group("tail") + stamp(c, "%argus_wg4", "%argus_lead"))
+    text = head + loop + text[m.end():]
+    registers = ("\n\t.reg .b64 %argus_t;\n\t.reg .b64 %argus_a;\n\t.reg .b64 %argus_o;\n\t.reg .b64 %argus_block;"
+                 "\n\t.reg .pred %argus_in;\n\t.reg .pred %argus_obs;\n\t.reg .pred %argus_ok;\n\t.reg .pred %argus_lead;"
+                 "\n\t.reg .b32 %argus_s;\n\t.reg .b32 %argus_ph;\n\t.reg .b32 %argus_wg;\n\t.reg .b32 %argus_wg2;"
+                 "\n\t.reg .b32 %argus_wg4;")
+    setup = (f"\n\tmov.u64 %argus_block, argus_stamps;\n\tmul.wide.u32 %argus_o, %r2, {STAMP_CAP * 64};\n"
+             f"\tadd.s64 %argus_block, %argus_block, %argus_o;\n\tand.b32 %argus_wg, %r1, 127;\n"
+             f"\tsetp.eq.s32 %argus_lead, %argus_wg, 0;\n\tshr.u32 %argus_wg, %r1, 7;\n"
+             f"\tadd.s32 %argus_wg, %argus_wg, 1;\n"  # warpgroup 1 -> slot 2, warpgroup 2 -> slot 3
+             f"\tadd.s32 %argus_wg2, %argus_wg, 2;\n\tadd.s32 %argus_wg4, %argus_wg, 4;")
+    text = _at_entry(text, registers, setup)
+    blocks = 160  # more than any Hopper part's SM count
+    text = text.replace(".extern .shared", f".global .align 8 .b64 argus_stamps[{blocks * STAMP_CAP * 8}];\n"
+                        ".extern .shared", 1)
+    return text, f"diagnostic: %clock64 stamps of each k-block ({', '.join(STAMP_SLOTS)})"
+
+
+#: the epilogue stamps' capacity: tiles per block, stamps per tile and consumer warpgroup
+ESTAMP_TILES, ESTAMP_SLOTS = 32, 24
+
+
+def _epilogue_stamped(text: str) -> tuple[str, str]:
+    """A diagnostic that records ``%clock64`` at the steps of each tile's epilogue into the module
+    global ``argus_estamps[block][tile][warpgroup][slot]`` (up to :data:`ESTAMP_TILES` tiles of a
+    block), by the first thread of each consumer warpgroup: slot 0 when the last k-block's wgmmas
+    retired (the drain), then after each step of the epilogue in order — a named barrier, the
+    wait for a TMA store's reads (thread 128 only) — and the last slot filled when the tile's
+    epilogue is done (before the next tile's k-block loop).  The kernel computes the same C."""
+    m = _k_loop(text)
+    tile = re.search(r"\tmul\.lo\.s64 %rd\d+, (%rd\d+), %rd\d+;\n", m.group("index"))
+    drain = re.compile(r"^\twgmma\.wait_group\.sync\.aligned 0;\n", re.M).search(text, m.end())
+    back = re.compile(r"^\t@%p\d+ bra\.uni (\$L_loop_\d+);\n", re.M).search(text, drain.end())
+    if tile is None or drain is None or back is None or f"{back.group(1)}:" not in text[:m.start()]:
+        raise SystemExit("estamps: the consumers' tile loop around the k-block loop was not found")
+    tile = tile.group(1)
+    steps = re.compile(r"^\t(?:bar\.sync 1, 256|cp\.async\.bulk\.wait_group\.read \d+);\n", re.M)
+
+    def stamp(slot: int) -> str:
+        return (f"\tmov.u64 %argus_et, %clock64;\n\tsetp.lt.s64 %argus_ein, {tile}, {ESTAMP_TILES};\n"
+                f"\tand.pred %argus_ein, %argus_ein, %argus_elead;\n"
+                f"\tmul.lo.s64 %argus_ea, {tile}, {2 * ESTAMP_SLOTS * 8};\n\tadd.s64 %argus_ea, %argus_ea, %argus_eblock;\n"
+                f"\tadd.s64 %argus_ea, %argus_ea, {8 * slot};\n\t@%argus_ein st.global.u64 [%argus_ea], %argus_et;\n")
+
+    region = text[drain.end():back.start()]
+    out, slot, last = [stamp(0)], 1, 0
+    for step in steps.finditer(region):
+        if slot >= ESTAMP_SLOTS - 1:
+            raise SystemExit(f"estamps: more than {ESTAMP_SLOTS - 2} epilogue steps")
+        out.append(region[last:step.end()] + stamp(slot))
+        slot, last = slot + 1, step.end()
+    # the end of the epilogue: before the tile counter's step and the loop test
+    tail = re.compile(r"^\tadd\.s64 (%rd\d+), \1, 1;\n(?=\tsetp\.lt\.s64 %p\d+, \1, %rd\d+;\n\Z)", re.M)
+    rest = region[last:]
+    end = tail.search(rest)
+    if end is None:
+        raise SystemExit("estamps: the tile loop's step was not found")
+    out.append(rest[:end.start()] + stamp(ESTAMP_SLOTS - 1) + rest[end.start():])
+    text = text[:drain.end()] + "".join(out) + text[back.start():]
+    registers = ("\n\t.reg .b64 %argus_et;\n\t.reg .b64 %argus_ea;\n\t.reg .b64 %argus_eo;\n\t.reg .b64 %argus_eblock;"
+                 "\n\t.reg .pred %argus_ein;\n\t.reg .pred %argus_elead;\n\t.reg .b32 %argus_ew;")
+    setup = (f"\n\tmov.u64 %argus_eblock, argus_estamps;\n"
+             f"\tmul.wide.u32 %argus_eo, %r2, {ESTAMP_TILES * 2 * ESTAMP_SLOTS * 8};\n"
+             f"\tadd.s64 %argus_eblock, %argus_eblock, %argus_eo;\n\tand.b32 %argus_ew, %r1, 127;\n"
+             f"\tsetp.eq.s32 %argus_elead, %argus_ew, 0;\n\tshr.u32 %argus_ew, %r1, 7;\n"
+             f"\tmax.u32 %argus_ew, %argus_ew, 1;\n\tsub.u32 %argus_ew, %argus_ew, 1;\n"  # warpgroup 1 -> 0, 2 -> 1
+             f"\tmul.wide.u32 %argus_eo, %argus_ew, {ESTAMP_SLOTS * 8};\n\tadd.s64 %argus_eblock, %argus_eblock, %argus_eo;")
+    text = _at_entry(text, registers, setup)
+    text = text.replace(".extern .shared", f".global .align 8 .b64 argus_estamps[{160 * ESTAMP_TILES * 2 * ESTAMP_SLOTS}];\n"
+                        ".extern .shared", 1)
+    return text, f"diagnostic: %clock64 stamps of each tile's epilogue ({slot - 1} steps)"
+
+
 _SCHEDULE = {"hoist": _hoist, "pipe": _pipe, "hint": _hint, "uniformwg": _uniform_warpgroup,
-             "epihoist": _epilogue_prelude_hoisted, "ring": _issue_ring, "bfirst": _b_first, "tmapfetch": _tensormaps_prefetched,
-             "exitread": _exit_waits_for_reads, "nostore": _without_stores, "noepi": _without_epilogue}
+             "epihoist": _epilogue_prelude_hoisted, "ring": _issue_ring, "bfirst": _b_first,
+             "tmapfetch": _tensormaps_prefetched, "exitread": _exit_waits_for_reads, "nostore": _without_stores,
+             "noepi": _without_epilogue, "testwait": _test_waits, "pair": _paired, "n128x2": _two_chains,
+             "n128seq": functools.partial(_two_chains, interleave=False), "defer": _deferred_boxes,
+             "defer3": functools.partial(_deferred_boxes, boxes=3), "defer4": functools.partial(_deferred_boxes, boxes=4),
+             "noload": _without_loads, "nomma": _without_mmas, "stamps": _stamped, "estamps": _epilogue_stamped}
 
 
 # --------------------------------------------------------------------------- run (GPU)
@@ -901,6 +1190,122 @@ def sweep(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, i
     launch.encode_tensor_map = encode
 
 
+def timeline(directory: Path, out: Path, keys: list[str], shape: tuple[int, int, int], launches: int) -> None:
+    """Launch ``stamps`` diagnostics (``ptx-variants --schedules stamps``) at ``shape`` and report,
+    per key, where a k-block's time goes (cycles of the block's SM, medians and tails over every
+    block and k-block, the first k-blocks of each block left out): how long after the later
+    consumer warpgroup released a stage the producer's wait for it ended (``wake``); from then
+    until the stage's ``full`` barrier completed (``load``: the TMA latency of the stage's boxes);
+    the sum (``refill``); how long before (negative: after) the first warpgroup started to wait
+    for it the stage was full (``slack``); each warpgroup's wait (``stall``) and the period of its
+    k-blocks.  The stamps of the last launch are saved raw (``timeline_<key>.npy``)."""
+    import numpy as np
+    import torch
+    from cuda.bindings import driver
+
+    from argus.runtime import launch
+
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = json.loads((directory / "manifest.json").read_text())
+    report = {"shape": list(shape), "launches": launches, "slots": list(STAMP_SLOTS), "keys": {}}
+    for key in keys:
+        entry = manifest[key]
+        if "stamps of each" not in entry.get("ptx_patch", ""):
+            raise SystemExit(f"{key}: not a stamps diagnostic (build it with ptx-variants --schedules stamps "
+                             "or estamps)")
+        compiled, _ = _compiled(directory, key, entry, entry["sms"])
+        variant = entry["variant"]
+        args = _inputs(variant, shape, seed=5)
+        _launch(compiled, variant, args)
+        torch.cuda.synchronize()
+        module = launch._modules[(int(launch._current_context()), compiled.cubin.key)][0]
+        found = {}
+        for name in ("argus_stamps", "argus_estamps"):
+            err, pointer, size = driver.cuModuleGetGlobal(module, name.encode())
+            if err == driver.CUresult.CUDA_SUCCESS:
+                found[name] = (pointer, size)
+        for _ in range(launches):
+            for pointer, size in found.values():
+                launch._check(driver.cuMemsetD8(pointer, 0, size), "cuMemsetD8")
+            _launch(compiled, variant, args)
+            torch.cuda.synchronize()
+        got = {}
+        for name, (pointer, size) in found.items():
+            got[name] = np.zeros(size // 8, dtype=np.int64)
+            launch._check(driver.cuMemcpyDtoH(got[name].ctypes.data, pointer, size), "cuMemcpyDtoH")
+        summary = {"check_ok": _check(compiled, variant, shape, seed=5)["ok"]}
+        if "argus_stamps" in got:
+            stamps = got["argus_stamps"].reshape(-1, STAMP_CAP, len(STAMP_SLOTS))[:entry["sms"]]
+            np.save(out / f"timeline_{key}.npy", stamps)
+            summary.update(_timeline_summary(stamps, int(entry["consts"]["STAGES"])))
+        if "argus_estamps" in got:
+            stamps = got["argus_estamps"].reshape(-1, ESTAMP_TILES, 2, ESTAMP_SLOTS)[:entry["sms"]]
+            np.save(out / f"epilogue_{key}.npy", stamps)
+            summary["epilogue"] = _epilogue_summary(stamps)
+        report["keys"][key] = summary
+        print(key, json.dumps(report["keys"][key]), flush=True)
+        (out / "timeline.json").write_text(json.dumps(report, indent=1) + "\n")
+
+
+def _epilogue_summary(stamps) -> dict:
+    """Per consumer warpgroup, the median cycles from a tile's drain to each later epilogue stamp
+    (see :func:`_epilogue_stamped`), over every block and tile that recorded them."""
+    import numpy as np
+
+    out = {}
+    for wg in range(stamps.shape[2]):
+        rows = stamps[:, :, wg, :].reshape(-1, stamps.shape[3])
+        rows = rows[(rows[:, 0] > 0) & (rows[:, -1] > 0)]
+        steps = {}
+        for slot in range(1, stamps.shape[3]):
+            have = rows[:, slot] > 0
+            if have.any():
+                steps["end" if slot == stamps.shape[3] - 1 else str(slot)] = float(
+                    np.median(rows[have, slot] - rows[have, 0]))
+        out[f"wg{wg}"] = {"tiles": len(rows), "from_drain": steps}
+    return out
+
+
+def _timeline_summary(stamps, stages: int, skip: int = 8) -> dict:
+    """Distributions (cycles) of the ``stamps`` of every block (see :func:`timeline`)."""
+    import numpy as np
+
+    wake, arrived, probe, got, released = (stamps[:, :, 0], stamps[:, :, 1], stamps[:, :, 2:4], stamps[:, :, 4:6],
+                                           stamps[:, :, 6:8])
+    valid = (wake > 0) & (arrived > 0) & (probe > 0).all(-1) & (got > 0).all(-1) & (released > 0).all(-1)
+    valid[:, :skip] = False
+    freed = released.max(-1)  # the stage is empty once the later warpgroup arrived
+    later = np.zeros_like(valid)
+    later[:, stages:] = valid[:, stages:] & valid[:, :-stages]
+    refill_from = np.zeros_like(freed)
+    refill_from[:, stages:] = freed[:, :-stages]
+    first = probe.min(-1)
+    nxt = np.zeros_like(valid)
+    nxt[:, :-1] = valid[:, :-1] & valid[:, 1:]
+
+    def dist(values) -> dict:
+        v = np.asarray(values, dtype=np.float64).ravel()
+        if v.size == 0:
+            return {"n": 0}
+        q = np.percentile(v, [10, 50, 90, 99])
+        return {"n": int(v.size), "mean": round(float(v.mean()), 1), "p10": float(q[0]), "p50": float(q[1]),
+                "p90": float(q[2]), "p99": float(q[3])}
+
+    stall = (got - probe)[valid]
+    period = (probe[:, 1:] - probe[:, :-1])[nxt[:, :-1]]
+    return {
+        "k_blocks": int(valid.sum()),
+        "wake": dist((wake - refill_from)[later]),
+        "load": dist((arrived - wake)[valid]),
+        "refill": dist((arrived - refill_from)[later]),
+        "slack": dist((first - arrived)[valid]),
+        "late_fraction": round(float((arrived > first)[valid].mean()), 4),
+        "stall": dist(stall),
+        "stall_per_k_block": round(float(stall.sum() / max(1, valid.sum())), 1),
+        "period": dist(period),
+    }
+
+
 def layouts(compiled: dict, results: dict, repeat: int, shapes: tuple = ((4096, 4096, 4096), (8192, 8192, 8192))) -> None:
     """Each operand layout's default candidate against ``torch.matmul`` on the same stored
     operands (``a``, ``a.t()``, ``b``, ``b.t()`` views), beside the K-major one."""
@@ -1000,8 +1405,17 @@ def main() -> None:
     w.add_argument("--shapes", nargs="+", default=["4096x4096x4096", "8192x8192x8192"])
     w.add_argument("--repeat", type=int, default=20)
     w.add_argument("--flush-mb", type=int, default=None, help="L2 flush buffer size (default: the harness's)")
+    t = sub.add_parser("timeline", help="where a k-block's time goes: launch stamps diagnostics (ptx-variants "
+                                        "--schedules stamps) and summarize their clock stamps")
+    t.add_argument("directory", type=Path)
+    t.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gemm_out")))
+    t.add_argument("--keys", nargs="+", required=True)
+    t.add_argument("--shape", default="4096x4096x4096")
+    t.add_argument("--launches", type=int, default=3)
     args = parser.parse_args()
-    if args.command == "sweep":
+    if args.command == "timeline":
+        timeline(args.directory, args.out, args.keys, tuple(int(v) for v in args.shape.split("x")), args.launches)
+    elif args.command == "sweep":
         shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes]
         sweep(args.directory, args.out, args.keys, shapes, args.repeat, args.flush_mb)
     elif args.command == "profile":

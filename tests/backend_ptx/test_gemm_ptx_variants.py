@@ -242,3 +242,100 @@ def test_prepare_builds_only_the_extra_keys_over_the_4096_pick(tmp_path, gemm_be
     assert manifest["g8_sms128"]["consts"] == {**pick, "GROUP_M": 8, "SMS": 128} and manifest["g8_sms128"]["sms"] == 128
     assert manifest["plain_f16"]["variant"] == "f16" and manifest["plain_f16"]["consts"] == pick
     assert "SMS" in manifest["g8_sms128"]["consts"] and manifest["plain_f16"]["sms"] == 132
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed (pip install 'argus-kernels[nvidia]')")
+def test_probe_schedules_stamp_and_restructure_the_loops(tmp_path, gemm_benchmark):
+    bench = gemm_benchmark
+    bench.prepare(tmp_path, ["main_c0"], [])
+    made = bench.ptx_variants(tmp_path, "main_c0", [], [], [], ["stamps", "estamps", "noload", "nomma", "pair",
+                                                                "n128x2", "defer", "stamps+pair"])
+    base = (tmp_path / "main_c0.ptx").read_text()
+    ptx = {key.removeprefix("main_c0_sched"): (tmp_path / f"{key}.ptx").read_text() for key in made}
+    loop = bench._k_loop(base)
+
+    # stamps: eight clock stamps per k-block, the observer waits on the stage's full barrier
+    stamped = ptx["stamps"]
+    assert ".global .align 8 .b64 argus_stamps[" in stamped
+    assert stamped.count("mov.u64 %argus_t, %clock64;") == 5  # producer wake, observer, 3 in the consumer loop
+    full = re.search(r"mbarrier\.try_wait\.parity\.shared::cta\.b64 %p\d+, \[%r\d+\+(\d+)\]", loop.group("try")).group(1)
+    assert f"mbarrier.try_wait.parity.shared::cta.b64 %argus_ok, [%argus_s+{full}], %argus_ph;" in stamped
+    assert "setp.eq.s32 %argus_obs, %r1, 32;" in stamped
+    assert _instructions(base) == sorted(x for x in _instructions(stamped) if "%argus" not in x)
+    # estamps: the drain, each of the epilogue's twelve steps and its end
+    assert ptx["estamps"].count("mov.u64 %argus_et, %clock64;") == 14
+
+    # noload: the producer's transaction and both loads only for the block's first STAGES k-blocks
+    stages = json.loads((tmp_path / "manifest.json").read_text())["main_c0"]["consts"]["STAGES"]
+    assert re.search(rf"setp\.lt\.s64 %argus_fill, %rd\d+, {stages};\n\t@%argus_fill mbarrier\.arrive\.expect_tx",
+                     ptx["noload"])
+    assert ptx["noload"].count("@%argus_fill cp.async.bulk.tensor.2d.shared::cluster.global") == 2
+    assert "@!%argus_fill mbarrier.arrive.shared::cta.b64" in ptx["noload"]
+    # nomma: the loop keeps its waits, fence, commit and release, but no wgmma
+    emptied = bench._k_loop(ptx["nomma"])
+    assert "wgmma.mma_async" not in emptied.group(0) and "wgmma.commit_group" in emptied.group(0)
+    assert base.count("wgmma.mma_async") == loop.group("mma").count("wgmma.mma_async") == 4
+
+    # pair: one loop that waits twice, issues 8 wgmmas before waiting for them, releases twice, steps by 2
+    head = loop.group("head")
+    body = ptx["pair"][ptx["pair"].index(f"{head}:"):ptx["pair"].index(f"bra.uni {head};")]
+    assert body.count("mbarrier.try_wait") == 2 and body.count("wgmma.mma_async") == 8
+    assert body.index("$L_argus_wait_") < body.rindex("wgmma.mma_async") < body.index("wgmma.wait_group.sync.aligned 0")
+    assert body.count("mbarrier.arrive.shared::cta.b64") == 2 and body.count("wgmma.fence") == 1
+    assert re.search(rf"add\.s64 {re.escape(loop.group('k'))}, {re.escape(loop.group('k'))}, 2;", body)
+    assert "@!%argus_two bra.uni" in body  # an odd k-block count ends with a single k-block
+    assert "%argus_k1" in ptx["stamps_pair"] and ptx["stamps_pair"].count("%argus_wg4, 8;") == 2
+
+    # n128x2: each m64n256k16 as two m64n128k16 on the accumulator's halves, B's upper half 16 KB on
+    split = bench._k_loop(ptx["n128x2"]).group("mma")
+    wgmmas = re.findall(r"m64n128k16\.f32\.bf16\.bf16 \{([^}]*)\}, (%rd\d+), (%\w+),", split)
+    assert len(wgmmas) == 8 and "m64n256k16" not in split
+    original = re.findall(r"m64n256k16\.f32\.bf16\.bf16 \{([^}]*)\}, (%rd\d+), (%rd\d+),", loop.group("mma"))
+    for (acc, a, b), (lo, lo_a, lo_b), (hi, hi_a, hi_b) in zip(original, wgmmas[0::2], wgmmas[1::2]):
+        regs = acc.replace(" ", "").split(",")
+        assert lo.replace(" ", "").split(",") == regs[:64] and hi.replace(" ", "").split(",") == regs[64:]
+        assert lo_a == hi_a == a and lo_b == b and f"add.s64 {hi_b}, {b}, 1024;" in split
+
+    # defer: the last two boxes' stores leave the epilogue for the next tile's first k-block (between
+    # its commit and its wait) and for the end of the tile loop; the wait for the first box's reads goes with them
+    deferred = bench._k_loop(ptx["defer"])
+    inside = deferred.group("mma")[deferred.group("mma").index("wgmma.commit_group"):] + deferred.group("retire")
+    stores = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
+    assert base.count(stores) == 4 and ptx["defer"].count(stores) == 2 + 2 + 2
+    flush = ptx["defer"][ptx["defer"].index("@!%argus_pending bra.uni $L_argus_flushed_a;"):]
+    assert flush.index(stores) < flush.index("$L_argus_flushed_a:") < flush.index("wgmma.wait_group.sync.aligned 0")
+    assert "@!%argus_pending bra.uni $L_argus_flushed_a;" in ptx["defer"][deferred.start():deferred.end()]
+    assert re.search(r"\t@%p\d+ cp\.async\.bulk\.wait_group\.read 1;\n\tbar\.sync 1, 256;", flush)
+    # the epilogue keeps box 0's wait; box 1's (which frees box 2's buffer) and box 2's go to both flushes
+    assert ptx["defer"].count("cp.async.bulk.wait_group.read 1;") == base.count("cp.async.bulk.wait_group.read 1;") - 2 + 2 * 2
+    after = ptx["defer"][ptx["defer"].index("$L_argus_flushed_a:"):]
+    assert after.index("setp.eq.s32 %argus_pending, 1, 1;") < after.index("@!%argus_pending bra.uni $L_argus_flushed_b;")
+    assert inside  # the flush sits where the tensor cores still run the k-block's wgmmas
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    for key in made:
+        assert manifest[key]["ptx_patch"] and "0 bytes spill stores" in " ".join(manifest[key]["ptxas"])
+    assert manifest["main_c0_schedstamps"]["ptx_patch"].startswith("diagnostic")
+
+
+def test_timeline_summary_reads_refill_slack_and_stalls_from_the_stamps(gemm_benchmark):
+    np = pytest.importorskip("numpy")
+    bench = gemm_benchmark
+    stamps = np.zeros((3, bench.STAMP_CAP, 8), dtype=np.int64)
+    period, stages = 1100, 4
+    for it in range(200):
+        t = 50_000 + it * period
+        # both warpgroups start waiting at t and t + 550; the stage arrived 40 cycles before the first
+        # in even k-blocks, 60 cycles after it in odd ones (the first warpgroup then waits 60 + 15)
+        arrived = t - 40 if it % 2 == 0 else t + 60
+        got0 = max(t, arrived) + 15
+        stamps[:, it] = [arrived - 1300, arrived, t, t + 550, got0, t + 565, t + 600, t + 1150]
+    out = bench._timeline_summary(stamps, stages)
+    assert out["k_blocks"] == 3 * (200 - 8)
+    assert out["load"]["p50"] == 1300
+    # the producer wakes (arrived - 1300) after the later warpgroup released the stage STAGES k-blocks earlier
+    wake = stamps[0, 8 + stages:200, 0] - stamps[0, 8:200 - stages, 7]
+    assert out["wake"]["mean"] == pytest.approx(float(wake.mean()), abs=0.1)
+    assert out["late_fraction"] == pytest.approx(0.5, abs=0.01)
+    assert out["slack"]["p10"] == -60 and out["slack"]["p90"] == 40
+    assert out["period"]["p50"] == period
+    assert out["stall_per_k_block"] == pytest.approx((15 + 75) / 2 + 15, abs=0.1)
