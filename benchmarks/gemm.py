@@ -349,7 +349,17 @@ def _rescheduled(text: str, how: str) -> tuple[str, str]:
       the grid;
     * ``nostore`` (a diagnostic: C is not written): the TMA stores of C removed, the staging writes
       and barriers kept;
-    * ``noepi`` (a diagnostic: C is not written): every tile skips its whole epilogue."""
+    * ``noepi`` (a diagnostic: C is not written): every tile skips its whole epilogue;
+    * ``testwait``: every barrier wait spins on ``mbarrier.test_wait`` instead of ``try_wait``;
+    * ``pair``: each warpgroup issues two k-blocks' wgmmas before it waits (:func:`_paired`);
+    * ``n128x2`` / ``n128seq``: each ``m64n256k16`` as two ``m64n128k16`` on the accumulator's
+      halves, alternating or one half after the other (:func:`_two_chains`);
+    * ``defer`` / ``defer3`` / ``defer4``: a tile's last 2 / 3 / 4 C boxes leave during the next
+      tile's first k-block (:func:`_deferred_boxes`);
+    * ``noload`` / ``nomma`` (diagnostics, C wrong): no operand loads after a block's first
+      stages / no wgmmas — the consumers' and the loads' own rates;
+    * ``stamps`` / ``estamps`` (diagnostics that compute the same C): ``%clock64`` stamps of each
+      k-block / each tile's epilogue, read back by ``timeline``."""
     steps = how.split("+")
     unknown = [one for one in steps if one not in SCHEDULES and not re.fullmatch(r"sync[1-9]\d*", one)]
     if unknown:
