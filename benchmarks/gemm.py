@@ -1247,7 +1247,8 @@ def timeline(directory: Path, out: Path, keys: list[str], shape: tuple[int, int,
         if "argus_stamps" in got:
             stamps = got["argus_stamps"].reshape(-1, STAMP_CAP, len(STAMP_SLOTS))[:entry["sms"]]
             np.save(out / f"timeline_{key}.npy", stamps)
-            summary.update(_timeline_summary(stamps, int(entry["consts"]["STAGES"])))
+            nk = -(-shape[2] // int(entry["consts"].get("BK", 64)))
+            summary.update(_timeline_summary(stamps, int(entry["consts"]["STAGES"]), nk=nk))
         if "argus_estamps" in got:
             stamps = got["argus_estamps"].reshape(-1, ESTAMP_TILES, 2, ESTAMP_SLOTS)[:entry["sms"]]
             np.save(out / f"epilogue_{key}.npy", stamps)
@@ -1276,8 +1277,11 @@ def _epilogue_summary(stamps) -> dict:
     return out
 
 
-def _timeline_summary(stamps, stages: int, skip: int = 8) -> dict:
-    """Distributions (cycles) of the ``stamps`` of every block (see :func:`timeline`)."""
+def _timeline_summary(stamps, stages: int, skip: int = 8, nk: int | None = None) -> dict:
+    """Distributions (cycles) of the ``stamps`` of every block (see :func:`timeline`); with the
+    tile's k-block count ``nk``, also the tile transition: from the later warpgroup's release of
+    a tile's last k-block to the earlier one's wait for the next tile's first (the epilogue and
+    the next tile's start)."""
     import numpy as np
 
     wake, arrived, probe, got, released = (stamps[:, :, 0], stamps[:, :, 1], stamps[:, :, 2:4], stamps[:, :, 4:6],
@@ -1313,6 +1317,9 @@ def _timeline_summary(stamps, stages: int, skip: int = 8) -> dict:
         "stall": dist(stall),
         "stall_per_k_block": round(float(stall.sum() / max(1, valid.sum())), 1),
         "period": dist(period),
+        **({"transition": dist([first[b, it] - freed[b, it - 1] for b in range(stamps.shape[0])
+                                for it in range(nk, stamps.shape[1], nk)
+                                if (stamps[b, it] > 0).all() and (stamps[b, it - 1] > 0).all()])} if nk else {}),
     }
 
 

@@ -336,7 +336,8 @@ def barriers_before(per_iteration: Any, var: sympy.Symbol, start: Any, step: int
     passes ``per_iteration`` of them, when that is a sum of terms each of which is a constant
     ``c`` or ``c`` on the iterations where a linear inequality in ``var`` holds and none
     elsewhere (``Piecewise((c, cond), (0, True))``: a barrier under ``if k > 0`` or under
-    ``if 2·k + 1 < KT``, the second half of a loop unrolled twice); ``None`` for other shapes.
+    ``if 2·k + 1 < KT``, the second half of a loop unrolled twice; or on the one iteration
+    ``var == c``); ``None`` for other shapes.
 
     A term ``c`` on ``a·var + r >= 0`` (``a`` a nonzero integer, ``r`` integer-valued and free
     of ``var``; strict and reversed relations are brought to that form) holds exactly on
@@ -371,7 +372,13 @@ def barriers_before(per_iteration: Any, var: sympy.Symbol, start: Any, step: int
 
 def _iterations_where(cond: Any, var: sympy.Symbol, start: Any, upto: Any) -> Any:
     """How many of ``start <= var < upto`` satisfy ``cond``, a linear inequality in ``var``
-    with an integer coefficient (``None`` for any other condition)."""
+    with an integer coefficient, or ``var == c`` with ``c`` free of ``var`` (one iteration
+    where ``c`` is in the range: a barrier under ``if k == 0``); ``None`` for any other condition."""
+    if isinstance(cond, sympy.Eq):
+        for lhs, rhs in ((cond.lhs, cond.rhs), (cond.rhs, cond.lhs)):
+            if lhs == var and var not in sympy.sympify(rhs).free_symbols and sympy.sympify(rhs).is_integer:
+                return sympy.Max(0, sympy.Min(upto, rhs + 1) - sympy.Max(start, rhs))
+        return None
     if not isinstance(cond, (sympy.GreaterThan, sympy.StrictGreaterThan, sympy.LessThan, sympy.StrictLessThan)):
         return None
     # as ``e >= 0`` with an integer-valued ``e``: ``x > y`` is ``x - y - 1 >= 0``

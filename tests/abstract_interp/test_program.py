@@ -4,6 +4,7 @@ import numpy as np
 import sympy
 
 import argus.spec as A
+from argus.abstract_interp import program as P
 from argus.abstract_interp.program import build_program, common_loops, may_precede
 from argus.ir import nodes as N
 from argus.ir.interpreter import Interpreter
@@ -95,3 +96,31 @@ def test_loop_whose_barrier_count_changes_is_unsupported():
     assert not program.sites
     linear = build_program(barrier_count_linear.specialize())
     assert not linear.unsupported and linear.sites
+
+
+@A.kernel(threads=32)
+def barrier_on_one_iteration(x: A.Global(A.f32, "n"), n: A.Index, m: A.Index):
+    for j in A.range(m):
+        for k in A.range(n):
+            if k == 0:  # one iteration of each inner loop, and only after the first outer one
+                if j > 0:
+                    A.barrier()
+        A.barrier()
+
+
+def test_a_barrier_on_one_iteration_is_counted():
+    """``if k == 0`` (with a count that depends on the outer counter only) passes its barriers on
+    one iteration: the epochs are exact, and the interpreter reaches every barrier."""
+    kernel = barrier_on_one_iteration.specialize()
+    program = build_program(kernel)
+    assert not program.unsupported
+    inner, outer = [s for s in program.sites if isinstance(s.op, N.Barrier)]
+    j, k = (lp.var for lp in inner.loops)
+    for jv, before in ((0, 0), (1, 1), (2, 3), (3, 5)):
+        # outer iteration j starts after j outer barriers and j - 1 inner ones (none in iteration 0)
+        assert int(inner.epoch.subs({j: jv, k: 0})) == before
+    assert int(outer.epoch.subs({j: 2})) == 2 + 1 + 1  # two outer, iteration 1's inner and its own inner
+    n = sympy.Symbol("n", integer=True, positive=True)
+    assert P.barriers_before(sympy.Piecewise((1, sympy.Eq(k, n - 1)), (0, True)), k, 0, 1, n).subs(n, 4) == 1
+    assert P.barriers_before(sympy.Piecewise((1, sympy.Eq(k, 7)), (0, True)), k, 0, 1, n).subs(n, 4) == 0
+    Interpreter(kernel).run({"x": np.ones(4, np.float32)}, {"n": 4, "m": 3})
