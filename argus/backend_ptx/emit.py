@@ -1086,16 +1086,19 @@ class _Emitter:
         the values become reusable after it — a tile's four TMA stores, each issued by one
         thread in its own branch, then share one computation of the tile's coordinates
         instead of each repeating the chain of divisions on the epilogue's critical path.
+        Not out of a loop what only a branch taken on one of its iterations (``k == c``) needs:
+        that runs once either way, and inside the branch it is off the path to the first one.
         Hoisting is safe because integer division does not trap in PTX and the values are pure."""
         if isinstance(s, L.Loop):
-            self.hoist_from(s.body, {s.var})
+            self.hoist_from(s.body, {s.var}, once=s.var)
         else:
             self.hoist_from(s.then + s.orelse, set())
 
-    def hoist_from(self, stmts: Sequence[L.Stmt], bound: set[sympy.Symbol]) -> None:
+    def hoist_from(self, stmts: Sequence[L.Stmt], bound: set[sympy.Symbol], once: sympy.Symbol | None = None) -> None:
         """Compute, in the current scope, the divisions, remainders, mins and maxes of
-        ``stmts`` whose symbols are defined here and not bound inside (nor in ``bound``)."""
-        exprs, inner = _loop_expressions(stmts)
+        ``stmts`` whose symbols are defined here and not bound inside (nor in ``bound``); with
+        ``once``, not those of branches taken on one value of it (:func:`_loop_expressions`)."""
+        exprs, inner = _loop_expressions(stmts, once)
         bound = bound | inner
         defined = set(self.symbols) - bound
         seen: set[Any] = set()
@@ -1252,13 +1255,18 @@ def _canonical(args: Any) -> list[Any]:
     return sorted(args, key=sympy.default_sort_key)
 
 
-def _loop_expressions(stmts: Sequence[L.Stmt]) -> tuple[list[Any], set[sympy.Symbol]]:
+def _loop_expressions(stmts: Sequence[L.Stmt], once: sympy.Symbol | None = None
+                      ) -> tuple[list[Any], set[sympy.Symbol]]:
     """Every index expression and predicate in ``stmts`` (nested bodies included), and the
-    symbols bound inside them (loop counters, values read from index tensors)."""
+    symbols bound inside them (loop counters, values read from index tensors).  With ``once``
+    (a loop's counter), not those of a branch taken on one iteration (``once == c``): hoisting
+    them out of the loop saves nothing and puts them before its first iteration."""
     exprs: list[Any] = []
     bound: set[sympy.Symbol] = set()
 
     def visit(x: Any) -> None:
+        if once is not None and isinstance(x, L.Branch) and _pins(x.cond, once):
+            return
         if isinstance(x, sympy.Basic):
             exprs.append(x)
         elif isinstance(x, (list, tuple)):
@@ -1275,6 +1283,16 @@ def _loop_expressions(stmts: Sequence[L.Stmt]) -> tuple[list[Any], set[sympy.Sym
 
     visit(list(stmts))
     return exprs, bound
+
+
+def _pins(cond: Any, var: sympy.Symbol) -> bool:
+    """Does ``cond`` hold on one value of ``var`` at most (``var == c`` with ``c`` free of it)?"""
+    for part in sympy.And.make_args(sympy.sympify(cond)):
+        if isinstance(part, sympy.Eq) and var in part.free_symbols:
+            lhs, rhs = part.args
+            if (lhs == var and var not in rhs.free_symbols) or (rhs == var and var not in lhs.free_symbols):
+                return True
+    return False
 
 
 def _entry_name(kernel: N.Kernel) -> str:

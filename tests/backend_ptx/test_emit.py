@@ -259,3 +259,28 @@ def test_a_floor_division_of_a_non_negative_dividend_reuses_the_truncating_value
     emitter.value(symbolic.FloorDiv(dividend + n, 132), 64)
     fresh = "\n".join(emitter.lines[before:])
     assert "mul.hi.u64" in fresh and "div.s64" not in fresh and "selp" not in fresh
+
+
+def _division_in_loop(pinned: bool) -> str:
+    @A.kernel(threads=32)
+    def once(x: A.Global(A.f32, "n"), y: A.Global(A.f32, "n"), n: A.Index, m: A.Index):
+        for k in A.range(m):
+            if (k == 0) if pinned else (k < 1):
+                A.copy(x.tile((1,), (A.thread_id() + A.cdiv(n, m),)), y.tile((1,), (A.thread_id(),)))
+
+    return emit_ptx(once.specialize(), "sm_90a").text
+
+
+def test_a_division_under_a_branch_on_one_iteration_stays_in_it():
+    """Index arithmetic leaves a loop for its preheader (computed once, not per iteration) —
+    except what a branch taken on one iteration (``k == c``) needs: that runs once either way,
+    and inside the branch it is off the path to the loop's first iteration."""
+    for pinned in (True, False):
+        text = _division_in_loop(pinned)
+        head = text.index(re.search(r"^\$L_loop_\d+:$", text, re.M).group(0))
+        divisions = [m.start() for m in re.finditer(r"\bdiv\.(?:u32|s64|u64)\b", text)]
+        assert divisions
+        if pinned:
+            assert all(at > head for at in divisions)
+        else:  # not pinned (a range of iterations as far as the emitter knows): hoisted as before
+            assert all(at < head for at in divisions)
