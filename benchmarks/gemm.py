@@ -36,8 +36,11 @@ spelled ``KEY@l2pN`` launches with tensor maps of N-byte L2 promotion); ``prepar
 KEY=JSON`` builds ad-hoc specializations (consts over the 4096³ pick's) for it; ``ptx-variants
 DIR main_c1`` adds PTX-level variants of a prepared key (an L2 prefetch some k-blocks ahead of
 each operand load, L2 eviction policies on the loads, one release arrival per warp or
-warpgroup, and ``--schedules``: the consumer's k-block loop rescheduled, or diagnostics without
-the epilogue), marked as patched and timed through the backend API, never as the gated kernel.
+warpgroup, and ``--schedules``: the consumer's k-block loop or the epilogue rescheduled, or
+diagnostics), marked as patched and timed through the backend API, never as the gated kernel.
+``timeline DIR --keys KEY_schedstamps ...`` launches the clock-stamp diagnostics (``--schedules
+stamps`` / ``estamps``) and reports where a k-block's and an epilogue's cycles go: the refill of a
+stage, how early it is full, each consumer warpgroup's wait and period, the tile transition.
 """
 
 from __future__ import annotations
