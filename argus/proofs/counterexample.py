@@ -263,9 +263,18 @@ def complete(model: dict, terms: list[T.Term]) -> dict:
     return out
 
 
-def minimize(vc: VC, analysis: Analysis, model: dict, *, solver: str = "z3", rlimit: int = 20_000_000) -> dict:
+#: wall-clock seconds :func:`minimize` spends narrowing one model (then it keeps the smallest so far)
+MINIMIZE_BUDGET_S = 60.0
+
+
+def minimize(vc: VC, analysis: Analysis, model: dict, *, solver: str = "z3", rlimit: int = 20_000_000,
+             budget_s: float | None = None) -> dict:
     """A model of the VC's negation with sizes, block, iterations, thread and element each as
-    small as possible (lexicographically, in that order)."""
+    small as possible (lexicographically, in that order), within ``budget_s`` seconds (default
+    :data:`MINIMIZE_BUDGET_S`): past it the smallest model found so far is returned — a valid
+    model, only less small (each check of the narrowing gets the time that is left)."""
+    import time
+
     from argus.proofs.provers import vc_query
     from argus.smt.session import Session
 
@@ -292,6 +301,9 @@ def minimize(vc: VC, analysis: Analysis, model: dict, *, solver: str = "z3", rli
         if name not in order and variables[name].sort.is_int and variables[name].bounds[0] is not None:
             order.append(name)
     best = complete(model, terms)
+    deadline = time.monotonic() + (MINIMIZE_BUDGET_S if budget_s is None else budget_s)
+    if time.monotonic() >= deadline:
+        return best
     try:
         session = Session(solver, logic=query.logic, rlimit=rlimit)
     except ArgusError:
@@ -305,8 +317,11 @@ def minimize(vc: VC, analysis: Analysis, model: dict, *, solver: str = "z3", rli
             if lo is None or not isinstance(hi, int) or isinstance(hi, bool):
                 continue
             while lo < hi:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return best
                 mid = (lo + hi) // 2
-                answer = session.check([T.le(var, mid)])
+                answer = session.check([T.le(var, mid)], timeout_s=left)
                 if answer.status == "sat" and answer.model is not None:
                     candidate = complete(answer.model, terms)
                     if check_assertions(terms, candidate).status != "valid":

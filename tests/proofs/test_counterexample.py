@@ -70,3 +70,32 @@ def test_race_counterexample_names_both_accesses():
     assert cx.thread == 0 and cx.other["thread"] == 1
     assert cx.other["line"] == source_line(K.rotate_through_shared, "A.copy(x.tile((1,), (t,))")
     assert cx.other["kind"] == "write" and cx.buffer == "smem0"
+
+
+def test_minimizing_stops_at_its_budget(monkeypatch):
+    """Narrowing a model is bounded in time: with no budget left :func:`minimize` returns the
+    solver's model, completed, without one more check; with time it narrows by checks."""
+    from argus.abstract_interp import generate_vcs
+    from argus.proofs import counterexample as CX
+    from argus.smt.session import Session
+
+    kernel = V.block_tiles.specialize(OVERLAP=True)
+    report = verify_kernel(kernel)
+    refuted = next(r for r in report.results if r.verdict == "refuted" and r.vc.property == "write-conflict")
+    analysis, vcs = generate_vcs(kernel)
+    vc = next(v for v in vcs if v.id == refuted.vc.id)
+    raw = dict(refuted.model)
+    checks = []
+    original = Session.check
+    monkeypatch.setattr(Session, "check", lambda self, *a, **k: checks.append(k.get("timeout_s")) or original(self, *a, **k))
+    terms = list(_query_terms(vc))
+    assert CX.minimize(vc, analysis, raw, budget_s=0.0) == CX.complete(raw, terms) and not checks
+    CX.minimize(vc, analysis, raw, budget_s=60.0)
+    assert checks and all(0 < t <= 60.0 for t in checks)  # each check gets the time that is left
+
+
+def _query_terms(vc):
+    from argus.proofs.provers import vc_query
+
+    query, _ = vc_query(vc.hypotheses, vc.goal)
+    return list(query.domain) + list(query.terms)
