@@ -55,6 +55,7 @@ import pickle
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -412,39 +413,49 @@ def _hoist(text: str) -> tuple[str, str]:
     return _with_loop(text, m, index=m.group("index") + moved, mma=kept), "wgmma descriptors computed before the stage wait"
 
 
+def _for_next_k(m: re.Match) -> tuple[list[str], dict[str, str], Callable[[str], str]]:
+    """For the k-block loop ``m``: the registers its index arithmetic defines, their fresh twins,
+    and a function that rewrites code for k + 1 (the counter ``%argus_k1``, those registers
+    fresh)."""
+    index, _ = _pure_lines(m.group("index"))
+    targets = [d.group(1) for d in (re.match(r"^\t\S+ (%r\w*\d+),", line) for line in index.splitlines()) if d]
+    fresh = {t: f"%argus_n{t[1:]}" for t in targets}
+    k = m.group("k")
+
+    def renamed(block: str) -> str:
+        block = re.sub(rf"{re.escape(k)}\b", "%argus_k1", block)
+        return re.sub(r"%r\w*?\d+\b", lambda r: fresh.get(r.group(0), r.group(0)), block)
+
+    return targets, fresh, renamed
+
+
+def _declared(targets: list[str], fresh: dict[str, str]) -> str:
+    return "".join(f"\n\t.reg .{'b64' if t.startswith('%rd') else 'b32'} {fresh[t]};" for t in targets)
+
+
 def _pipe(text: str) -> tuple[str, str]:
     m = _k_loop(text)
     moved, kept = _pure_lines(m.group("mma"))
     index, _ = _pure_lines(m.group("index"))
-    targets = [re.match(r"^\t\S+ (%r\w*\d+),", line).group(1) for line in index.splitlines()]
-    fresh = {t: f"%argus_n{t[1:]}" for t in targets}
+    targets, fresh, renamed = _for_next_k(m)
     k = m.group("k")
-
-    def renamed(line: str) -> str:  # the same arithmetic for k + 1, into fresh registers
-        line = re.sub(rf"{re.escape(k)}\b", "%argus_k1", line)
-        return re.sub(r"%r\w*?\d+\b", lambda r: fresh.get(r.group(0), r.group(0)), line)
-
-    ahead = f"\tadd.s64 %argus_k1, {k}, 1;\n" + "".join(renamed(x) for x in index.splitlines(keepends=True))
+    ahead = f"\tadd.s64 %argus_k1, {k}, 1;\n" + renamed(index)
     carry = "".join(f"\tmov.{'b64' if t.startswith('%rd') else 'b32'} {t}, {fresh[t]};\n" for t in targets)
     text = _with_loop(text, m, before=index, index=moved, mma=kept + ahead, tail=m.group("tail") + carry)
-    regs = "".join(f"\n\t.reg .{'b64' if t.startswith('%rd') else 'b32'} {fresh[t]};" for t in targets)
-    return (_at_entry(text, "\n\t.reg .b64 %argus_k1;" + regs, ""),
+    return (_at_entry(text, "\n\t.reg .b64 %argus_k1;" + _declared(targets, fresh), ""),
             "next k-block's stage and phase computed under the wgmmas, descriptors before the wait")
+
 
 def _paired(text: str) -> tuple[str, str]:
     """Each consumer warpgroup issues two k-blocks' wgmmas (two commit groups) before it waits,
     then releases both stages: the loop unrolled by two, the second k-block's stage, barrier
     and phase in fresh registers (a tile with an odd k-block count ends with a single one)."""
     m = _k_loop(text)
-    index, _ = _pure_lines(m.group("index"))
-    targets = [d.group(1) for d in (re.match(r"^\t\S+ (%r\w*\d+),", line) for line in index.splitlines()) if d]
-    fresh = {t: f"%argus_n{t[1:]}" for t in targets}
+    targets, fresh, renamed = _for_next_k(m)
     k = m.group("k")
 
     def second(block: str) -> str:  # the same code for k + 1, its index registers fresh
-        block = re.sub(rf"{re.escape(k)}\b", "%argus_k1", block)
-        block = re.sub(r"%r\w*?\d+\b", lambda r: fresh.get(r.group(0), r.group(0)), block)
-        return re.sub(r"\$L_wait_(\d+)", r"$L_argus_wait_\1", block)
+        return re.sub(r"\$L_wait_(\d+)", r"$L_argus_wait_\1", renamed(block))
 
     count = re.search(rf"setp\.lt\.s64 %p\d+, {re.escape(k)}, (%rd\d+);", m.group("test")).group(1)
     label = m.group("head").replace("$L_loop_", "$L_argus_single_")
@@ -454,8 +465,7 @@ def _paired(text: str) -> tuple[str, str]:
            f"\t@!%argus_two bra.uni {label}a;\n" + second(m.group("index")) + wait2 + mma2 + f"{label}a:\n")
     tail = m.group("tail") + f"\t@!%argus_two bra.uni {label}b;\n" + second(m.group("tail")) + f"{label}b:\n"
     text = _with_loop(text, m, mma=mma, tail=tail, step=m.group("step").replace(", 1;", ", 2;"))
-    regs = "".join(f"\n\t.reg .{'b64' if t.startswith('%rd') else 'b32'} {fresh[t]};" for t in targets)
-    return (_at_entry(text, "\n\t.reg .b64 %argus_k1;\n\t.reg .pred %argus_two;" + regs, ""),
+    return (_at_entry(text, "\n\t.reg .b64 %argus_k1;\n\t.reg .pred %argus_two;" + _declared(targets, fresh), ""),
             "each warpgroup issues two k-blocks (8 wgmmas) before it waits, and releases both stages")
 
 
