@@ -566,7 +566,6 @@ def _deferred_boxes(text: str, boxes: int = 2) -> tuple[str, str]:
             f"a tile's last {boxes} C boxes written and stored during the next tile's first k-block")
 
 
-
 def _hint(text: str) -> tuple[str, str]:
     m = _k_loop(text)
     return _with_loop(text, m, **{"try": m.group("try").replace(";\n", ", 10000000;\n")}), \
