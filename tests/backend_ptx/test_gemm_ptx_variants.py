@@ -310,7 +310,9 @@ def test_probe_schedules_stamp_and_restructure_the_loops(tmp_path, gemm_benchmar
     assert ptx["defer"].count("cp.async.bulk.wait_group.read 1;") == base.count("cp.async.bulk.wait_group.read 1;") - 2 + 2 * 2
     after = ptx["defer"][ptx["defer"].index("$L_argus_flushed_a:"):]
     assert after.index("setp.eq.s32 %argus_pending, 1, 1;") < after.index("@!%argus_pending bra.uni $L_argus_flushed_b;")
-    assert inside  # the flush sits where the tensor cores still run the k-block's wgmmas
+    # the flush sits where the tensor cores still run the k-block's wgmmas: after its commit, before its wait
+    assert "@!%argus_pending bra.uni $L_argus_flushed_a;" in inside and inside.count(stores) == 2
+    assert inside.index("$L_argus_flushed_a:") < inside.index("wgmma.wait_group.sync.aligned 0")
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     for key in made:
         assert manifest[key]["ptx_patch"] and "0 bytes spill stores" in " ".join(manifest[key]["ptxas"])
