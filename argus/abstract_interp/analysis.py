@@ -1008,27 +1008,52 @@ class Analysis:
 
     def _latest_iterations(self, writer: Writer, witness: Witness, reader: Instance,
                            values: dict) -> dict[sympy.Symbol, T.Term]:
+        """The counters of a reused write's latest loops at the reader's latest preceding
+        iteration.  In a loop the reader shares, that is the reader's own iteration, or the one
+        before where the write comes after the reader in the loop body.  The reader may share
+        inner loops whose counters the address or a condition fixes (a write under ``kc == 0``
+        in a k-block loop): around them the outer shared loops are the latest ones, and whether
+        the write comes after the reader compares the fixed counters with the reader's, then
+        the order in the body (:meth:`_comes_after`)."""
         common = common_loops(writer.site, reader.site)
         latest_common = [lp for lp in common if lp in witness.latest]
-        if latest_common and len(latest_common) != len(common):
+        fixed = common[len(latest_common):]
+        if latest_common and (tuple(common[:len(latest_common)]) != tuple(latest_common)
+                              or (fixed and (len(latest_common) > 1 or any(lp.var not in values for lp in fixed)))):
             raise EncodingError(f"{writer.site.describe()}: a reused write in loops shared with its reader "
                                 "whose other counters select the element")
         out: dict[sympy.Symbol, T.Term] = {}
-        after = writer.site.index > reader.site.index
-        if after and common and len(common) != 1 and not self._reset_each_iteration(writer, common[:-1], reader):
+        after: bool | T.Term = writer.site.index > reader.site.index
+        if latest_common and fixed:
+            after = self._comes_after(writer, fixed, reader, values)
+        elif after and common and len(common) != 1 and not self._reset_each_iteration(writer, common[:-1], reader):
             raise EncodingError(f"{writer.site.describe()}: a reused write after its reader in nested loops")
         for lp in witness.latest:
             if lp in common:
                 k = reader.values[lp.var]
-                if after and lp is common[-1]:
+                if after is not False and lp is latest_common[-1]:
                     # the previous iteration of the innermost loop; in nested loops, a write of an
                     # earlier iteration of the outer ones is overwritten by their reset
-                    k = T.sub(k, lp.step)
+                    k = T.sub(k, lp.step) if after is True else T.ite(after, T.sub(k, lp.step), k)
                 out[lp.var] = k
             else:
                 last = lp.start + lp.step * (lp.trip_count() - 1)
                 out[lp.var] = self.encoder.term(last, {**reader.values, **values})
         return out
+
+    @staticmethod
+    def _comes_after(writer: Writer, fixed: tuple, reader: Instance, values: dict) -> T.Term:
+        """Does the write, at the fixed counters ``values`` of the shared inner loops ``fixed``,
+        come after the reader in an iteration of the loops around them?  Lexicographic order of
+        those counters, then the order in the body."""
+        earlier, equal = [], []
+        for lp in fixed:
+            w, r = values[lp.var], reader.values[lp.var]
+            earlier.append(T.and_(*equal, T.lt(w, r)))
+            equal.append(T.eq(w, r))
+        if writer.site.index < reader.site.index:
+            earlier.append(T.and_(*equal))
+        return T.not_(T.or_(*earlier))
 
     def ranges(self, writer: Writer, inst: Instance) -> T.Term:
         """The witness's thread and element lie in their ranges (loop ranges are in the path)."""

@@ -30,7 +30,9 @@ by the *flattened counter* ``f = (o − o₀)·n + (i − i₀)`` of a tile loop
 loop ``i`` of ``n`` iterations (:func:`flattened`): the iterations run in the order of ``f``,
 which takes each value of ``[0, trips(o)·n)`` once, so counts over a site in both loops are
 those of one loop over ``f``.  A site that runs only from inner iteration ``a`` on (``if
-kc > 0``) subtracts the skipped iterations, and a site after the inner loop on the tile's
+kc > 0``) subtracts the skipped iterations, a site that runs in one inner iteration only
+(``if kc == 0``) or from some outer iteration on (``if j > 0``) counts one column of the nest or
+a later part of the flattened range, and a site after the inner loop on the tile's
 last stage ``(o·n + n − 1) % S`` counts over the tile loop: both are ``#{o : (o·n + c) % S ==
 e}`` for a symbolic ``n``, which is linear by cases on ``n % S`` and ``(e − c) % S``
 (:meth:`Counter._strided_count`).  A wait observed iterations ago (a release of the previous
@@ -48,7 +50,7 @@ into another block is a later remote arrive that targets it or a later multicast
 lands in it.
 
 Shapes outside this (more than two nested loops around an arrive, conditions on a counter
-other than ``inner >= a``, elements that are neither periodic in the (flattened) counter nor
+other than ``inner >= a``, ``inner == c`` or ``outer >= a``, elements that are neither periodic in the (flattened) counter nor
 ``(n·o + c) % S``) raise :class:`NotModelled`, which the properties report as ``unknown``
 with the reason.
 """
@@ -151,6 +153,15 @@ def _lower_bound(cond: Any, var: sympy.Symbol) -> Any:
             strict = isinstance(cond, sympy.StrictGreaterThan)
         if lhs == var and var not in sympy.sympify(rhs).free_symbols:
             return rhs + 1 if strict else rhs
+    return None
+
+
+def _equal_to(cond: Any, var: sympy.Symbol) -> Any:
+    """``a`` when ``cond`` is ``var == a`` with ``a`` free of ``var``."""
+    if isinstance(cond, sympy.Eq):
+        for lhs, rhs in ((cond.lhs, cond.rhs), (cond.rhs, cond.lhs)):
+            if lhs == var and var not in sympy.sympify(rhs).free_symbols:
+                return rhs
     return None
 
 
@@ -358,17 +369,36 @@ class Counter:
             raise NotModelled(f"the loop at {inner.op.loc} has a range that depends on the counter of the loop at "
                               f"{outer.op.loc}")
         skip = 0  # the site runs in inner iterations ``i >= i₀ + skip`` only
+        only = None  # ... in inner iteration ``i₀ + only`` alone (``if kc == 0``)
+        first_outer = 0  # ... in outer iterations ``o >= o₀ + first_outer`` only (``if j > 0``)
         handled = []
         for cond in site.conditions:
-            if cond.what == "loop" or not {outer.var, inner.var} & sympy.sympify(site.expr(cond.expr)).free_symbols:
+            expr = sympy.sympify(site.expr(cond.expr)) if cond.what != "loop" else None
+            if expr is None or not {outer.var, inner.var} & expr.free_symbols:
                 continue
-            first = _lower_bound(sympy.sympify(site.expr(cond.expr)), inner.var)
-            offset = None if first is None else symbolic.static_value(first - inner.start)
-            if offset is None or not 0 <= offset <= _SKIP_LIMIT:
-                raise NotModelled(f"{site.describe()} runs under a condition on a loop counter (the nested loops "
-                                  f"at {outer.op.loc} and {inner.op.loc}) other than inner counter >= a constant")
-            skip = max(skip, offset)
-            handled.append(cond)
+            inner_from, inner_at, outer_from = (_lower_bound(expr, inner.var), _equal_to(expr, inner.var),
+                                                _lower_bound(expr, outer.var))
+            if inner_from is not None:
+                offset = symbolic.static_value(inner_from - inner.start)
+                if offset is not None and 0 <= offset <= _SKIP_LIMIT:
+                    skip = max(skip, offset)
+                    handled.append(cond)
+                    continue
+            elif inner_at is not None and outer.var not in expr.free_symbols:
+                offset = symbolic.static_value(inner_at - inner.start)
+                if offset is not None and offset >= 0 and only in (None, offset):
+                    only = offset
+                    handled.append(cond)
+                    continue
+            elif outer_from is not None and inner.var not in expr.free_symbols:
+                offset = symbolic.static_value(outer_from - outer.start)
+                if offset is not None and offset >= 0:
+                    first_outer = max(first_outer, offset)
+                    handled.append(cond)
+                    continue
+            raise NotModelled(f"{site.describe()} runs under a condition on a loop counter (the nested loops "
+                              f"at {outer.op.loc} and {inner.op.loc}) other than inner counter >= a constant, "
+                              "inner counter == a constant or outer counter >= a constant")
         n = inner.stop - inner.start  # (no inner iteration when it is not positive)
         flat = sympy.Symbol("__flat", integer=True)
         elem_f = None
@@ -381,50 +411,69 @@ class Counter:
                 raise NotModelled(f"the mbarrier element {elem} of {site.describe()} is not a function of the "
                                   f"flattened counter of the loops at {outer.op.loc} and {inner.op.loc}")
         virtual = _FlatLoop(flat, outer.op)
-        lo = T.int_const(0)
         n_t = self.term(n, values)
         o0, i0 = self.term(outer.start, values), self.term(inner.start, values)
         common = tuple(lp for lp in site.loops if at is not None and lp in at.site.loops)
 
-        def skipped(tiles: T.Term, b: int) -> T.Term:
-            """Executions in inner iteration ``i₀ + b`` of outer iterations ``[0, tiles)`` (which
-            the condition skips): a count over the outer counter of the element there."""
+        def column(rows: T.Term, b: int) -> T.Term:
+            """Executions in inner iteration ``i₀ + b`` of the outer iterations
+            ``[first_outer, rows)`` (relative to ``o₀``): a count over the outer counter of the
+            element there."""
+            lo_o = T.int_const(first_outer)
             if elem is None:
-                return T.ite(T.gt(tiles, 0), tiles, 0)
+                return T.ite(T.gt(rows, lo_o), T.sub(rows, lo_o) if first_outer else rows, 0)
             at_b = sympy.sympify(elem).xreplace({inner.var: inner.start + b, outer.var: outer.start + flat})
             strided = _strided(sympy.Mod(sympy.expand(at_b.args[0]), at_b.args[1]) if isinstance(at_b, sympy.Mod)
                                else at_b, flat)
             if strided is None:
-                raise NotModelled(f"mbarrier element {elem} of {site.describe()} is not (n·outer + c) % S in a "
-                                  "skipped inner iteration")
+                raise NotModelled(f"mbarrier element {elem} of {site.describe()} is not (n·outer + c) % S in "
+                                  f"inner iteration {b}")
             stride, offset, stages = strided
             shift, offset = _whole_strides(stride, offset)
-            return self._strided_count(T.int_const(shift), T.add(tiles, shift), self.term(stride, values),
+            return self._strided_count(T.int_const(first_outer + shift), T.add(rows, shift), self.term(stride, values),
                                        self.term(offset, values), stages, element)
 
+        # outer iterations whose inner iteration ``b`` comes before ``at``
         if len(common) == 2:
             k_o, k_i = T.sub(values[outer.var], o0), T.sub(values[inner.var], i0)
-            f_at = T.add(T.mul(k_o, n_t), k_i)
-            count = self._in_range(virtual, lo, f_at, element, elem_f, {**values, flat: f_at})
-            for b in range(skip):  # outer iterations before this one, and this one's if it passed i₀ + b
-                count = T.sub(count, T.ite(T.gt(n_t, b), skipped(T.add(k_o, T.ite(T.gt(k_i, b), 1, 0)), b), 0))
-            if site.index < at.site.index:
-                same = T.TRUE if elem is None else T.eq(self.term(elem, values), element)
-                count = T.add(count, T.ite(T.and_(same, T.ge(k_i, skip)), 1, 0))
+
+            def rows(b: int) -> T.Term:
+                passed = T.gt(k_i, b) if site.index > at.site.index else T.ge(k_i, b)
+                return T.add(k_o, T.ite(passed, 1, 0))
         elif len(common) == 1:
             done = T.sub(values[outer.var], o0)
             if site.index < at.site.index:  # the inner loop of this outer iteration ran already
                 done = T.add(done, 1)
-            count = self._in_range(virtual, lo, T.mul(done, n_t), element, elem_f, values)
-            for b in range(skip):
-                count = T.sub(count, T.ite(T.gt(n_t, b), skipped(done, b), 0))
+
+            def rows(b: int) -> T.Term:
+                return done
         elif at is None or site.index < at.site.index:
             trips = self.term(outer.trip_count(), values)
-            count = self._in_range(virtual, lo, T.mul(trips, n_t), element, elem_f, values)
-            for b in range(skip):
-                count = T.sub(count, T.ite(T.gt(n_t, b), skipped(trips, b), 0))
+
+            def rows(b: int) -> T.Term:
+                return trips
         else:
             return T.int_const(0)
+        if only is not None:  # one column of the nest: the outer iterations that reach inner iteration ``only``
+            count = T.int_const(0) if only < skip else T.ite(T.gt(n_t, only), column(rows(only), only), 0)
+        else:
+            # the flattened iterations from the first outer one that runs, less the skipped columns
+            lo = T.mul(first_outer, n_t) if first_outer else T.int_const(0)
+            if len(common) == 2:
+                f_at = T.add(T.mul(k_o, n_t), k_i)
+                count = self._in_range(virtual, lo, f_at, element, elem_f, {**values, flat: f_at})
+            else:
+                count = self._in_range(virtual, lo, T.mul(rows(0), n_t), element, elem_f, values)
+            for b in range(skip):
+                if len(common) == 2:  # this outer iteration's column ``b`` only if it ran already
+                    col = column(T.add(k_o, T.ite(T.gt(k_i, b), 1, 0)), b)
+                else:
+                    col = column(rows(b), b)
+                count = T.sub(count, T.ite(T.gt(n_t, b), col, 0))
+            if len(common) == 2 and site.index < at.site.index:  # this very iteration
+                same = T.TRUE if elem is None else T.eq(self.term(elem, values), element)
+                runs = (T.ge(k_i, skip), T.ge(k_o, first_outer)) if first_outer else (T.ge(k_i, skip),)
+                count = T.add(count, T.ite(T.and_(same, *runs), 1, 0))
         start = {**values, outer.var: o0, inner.var: i0}
         return T.ite(self._factor(site, start, skip=handled), count, 0)
 

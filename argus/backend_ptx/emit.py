@@ -5,7 +5,11 @@ decision already made — and selects PTX instructions for it:
 
 * typed virtual registers (``%p`` predicates, ``%rs`` 16-bit, ``%r`` 32-bit, ``%rd`` 64-bit,
   ``%f`` f32, ``%fd`` f64; register fragments get one named register per element,
-  ``%v<buffer>_<i>``); ptxas allocates the physical registers;
+  ``%v<buffer>_<i>``, except a 16-bit fragment that is only ever converted into, copied,
+  stored, loaded or fed to an MMA in aligned pairs: it is held as packed 32-bit pairs
+  ``%vp<buffer>_<j>`` (elements ``2j`` low, ``2j + 1`` high), as the hardware holds it — one
+  16-bit virtual register per element costs a 32-bit physical one where the value lives
+  across a loop iteration); ptxas allocates the physical registers;
 * index arithmetic in 32 bits where the lowering proved it fits, else 64; common
   subexpressions are computed once per scope (a loop body or branch opens a scope) and the
   divisions, remainders, min and max a loop body needs that do not change in the loop are
@@ -164,6 +168,7 @@ class _Emitter:
         self.smem_base: str | None = None
         self.last_loc: Any = None
         self.uses_setmaxnreg = any(isinstance(s, L.SetMaxNRegStmt) for s in lowered.walk())
+        self.paired = _paired_buffers(lowered)
 
     # ------------------------------------------------------------ basics
     def reg(self, cls: str) -> str:
@@ -201,7 +206,16 @@ class _Emitter:
         self.scope = self.scope.parent
 
     def frag(self, r: L.Reg) -> str:
+        if r.buffer in self.paired:
+            raise PtxError(f"internal: element {r} of a fragment held in packed pairs read alone")
         return f"%v{r.buffer}_{r.index}"
+
+    def pairs(self, regs: Sequence[L.Reg]) -> list[str] | None:
+        """``regs`` as the packed 32-bit registers of their fragment, where the fragment is
+        held in pairs (``regs`` then come in aligned pairs, low element first); else ``None``."""
+        if not regs or regs[0].buffer not in self.paired:
+            return None
+        return [f"%vp{regs[i].buffer}_{regs[i].index // 2}" for i in range(0, len(regs), 2)]
 
     def frag_dtype(self, r: L.Reg) -> D.DType:
         return self.lowered.registers[r.buffer].dtype
@@ -549,17 +563,26 @@ class _Emitter:
                            "(mbarrier arrivals and TMA multicast into peer blocks do)")
         return space
 
-    def load(self, run: L.MemoryRun, regs: Sequence[str], prefix: str) -> None:
-        self._access("ld", run, regs, prefix)
+    def load(self, run: L.MemoryRun, regs: Sequence[str], prefix: str, packed: bool = False) -> None:
+        self._access("ld", run, regs, prefix, packed)
 
-    def store(self, run: L.MemoryRun, regs: Sequence[str], prefix: str) -> None:
-        self._access("st", run, regs, prefix)
+    def store(self, run: L.MemoryRun, regs: Sequence[str], prefix: str, packed: bool = False) -> None:
+        self._access("st", run, regs, prefix, packed)
 
-    def _access(self, kind: str, run: L.MemoryRun, regs: Sequence[str], prefix: str) -> None:
+    def _access(self, kind: str, run: L.MemoryRun, regs: Sequence[str], prefix: str, packed: bool = False) -> None:
+        """``packed``: ``regs`` are the 32-bit pairs of 16-bit elements (a fragment held in pairs)."""
         dt = run.dtype
         width, size = run.width, dt.itemsize
         address = self.address(run.buffer, run.address)
         space = self.space(run)
+        if packed:
+            vec = "" if len(regs) == 1 else f".v{len(regs)}"
+            operands = regs[0] if len(regs) == 1 else "{" + ", ".join(regs) + "}"
+            if kind == "ld":
+                self.emit(f"{prefix}ld{space}{vec}.b32 {operands}, {address};")
+            else:
+                self.emit(f"{prefix}st{space}{vec}.b32 {address}, {operands};")
+            return
         if width == 1 or size >= 4:
             vec = "" if width == 1 else f".v{width}"
             operands = regs[0] if width == 1 else "{" + ", ".join(regs) + "}"
@@ -731,15 +754,24 @@ class _Emitter:
         if s.atom.startswith(("ldmatrix", "stmatrix")):
             raise self.error(s, f"{s.atom}: matrix copy atoms are not emitted yet",
                              hint="load fragments with plain copies (A.load of an mma_partition)")
+        moves = _register_moves(s)
+        paired = any(a.buffer in self.paired or b.buffer in self.paired for a, (b, _) in moves.items())
+        if paired:  # 16-bit element pairs, one 32-bit move each
+            for a, (b, predicate) in moves.items():
+                prefix = self.guard(predicate)
+                if a.index % 2 == 0 and prefix is not False:
+                    self.pair_copy((a, _partner(a)), (b, _partner(b)), prefix)
         for t in s.transfers:
             prefix = self.guard(t.predicate)
-            if prefix is False:
+            if prefix is False or (paired and isinstance(t.src, tuple) and isinstance(t.dst, tuple)):
                 continue
             src, dst = t.src, t.dst
             if isinstance(src, L.MemoryRun) and isinstance(dst, tuple):
-                self.load(src, [self.frag(r) for r in dst], prefix)
+                containers = self.pairs(dst)
+                self.load(src, containers or [self.frag(r) for r in dst], prefix, containers is not None)
             elif isinstance(src, tuple) and isinstance(dst, L.MemoryRun):
-                self.store(dst, [self.frag(r) for r in src], prefix)
+                containers = self.pairs(src)
+                self.store(dst, containers or [self.frag(r) for r in src], prefix, containers is not None)
             elif isinstance(src, L.MemoryRun) and isinstance(dst, L.MemoryRun):
                 cls = _reg_class(src.dtype)
                 temps = [self.reg(cls) for _ in range(src.width)]
@@ -750,6 +782,17 @@ class _Emitter:
                     self.emit(f"{prefix}mov{self.move_type(self.frag_dtype(b))} {self.frag(b)}, {self.frag(a)};")
             else:
                 raise self.error(s, "unsupported copy operands")
+
+    def pair_copy(self, src: Sequence[L.Reg], dst: Sequence[L.Reg], prefix: str) -> None:
+        """A register copy of 16-bit elements in aligned pairs, either side held in packed pairs."""
+        froms, tos = self.pairs(src), self.pairs(dst)
+        for j in range(len(src) // 2):
+            if froms is not None and tos is not None:
+                self.emit(f"{prefix}mov.b32 {tos[j]}, {froms[j]};")
+            elif tos is not None:
+                self.emit(f"{prefix}mov.b32 {tos[j]}, {{{self.frag(src[2 * j])}, {self.frag(src[2 * j + 1])}}};")
+            else:
+                self.emit(f"{prefix}mov.b32 {{{self.frag(dst[2 * j])}, {self.frag(dst[2 * j + 1])}}}, {froms[j]};")
 
     def matrix_copy(self, s: L.MatrixCopyStmt) -> None:
         """``ldmatrix``/``stmatrix``: this lane's row address; register ``j`` of the instruction
@@ -878,9 +921,11 @@ class _Emitter:
             for d, r in zip(s.dst, s.src):
                 if d.index % 2 == 0 and L.Reg(d.buffer, d.index + 1) in source:
                     hi_dst = L.Reg(d.buffer, d.index + 1)
-                    packed = self.reg("b32")
+                    pair = self.pairs((d, hi_dst))
+                    packed = pair[0] if pair is not None else self.reg("b32")
                     self.emit(f"cvt.rn.{dst_t.name}x2.f32 {packed}, {self.frag(source[hi_dst])}, {self.frag(r)};")
-                    self.emit(f"mov.b32 {{{self.frag(d)}, {self.frag(hi_dst)}}}, {packed};")
+                    if pair is None:
+                        self.emit(f"mov.b32 {{{self.frag(d)}, {self.frag(hi_dst)}}}, {packed};")
                 elif not (d.index % 2 == 1 and L.Reg(d.buffer, d.index - 1) in source):
                     rest.append((d, r))
         else:
@@ -903,6 +948,9 @@ class _Emitter:
         dt = self.frag_dtype(regs[0])
         if dt.bits == 32:
             return [self.frag(r) for r in regs]
+        held = self.pairs(regs)
+        if held is not None:
+            return held
         if dt.bits == 16:
             out = []
             for i in range(0, len(regs), 2):
@@ -1232,7 +1280,9 @@ class _Emitter:
             if self.counts[cls]:
                 header.append(f"\t.reg .{cls} {prefix}<{self.counts[cls] + 1}>;")
         for name, rf in self.lowered.registers.items():
-            if rf.size:
+            if rf.size and name in self.paired:
+                header.append(f"\t.reg .b32 %vp{name}_<{rf.size // 2}>;")
+            elif rf.size:
                 header.append(f"\t.reg .{_reg_class(rf.dtype)} %v{name}_<{rf.size}>;")
         header.append("")
         text = "\n".join(header + body + ["}", ""])
@@ -1253,6 +1303,81 @@ def _canonical(args: Any) -> list[Any]:
     """``args`` of an Add, Mul, Min or Max in a fixed order: sympy orders some of them by hash,
     which varies with ``PYTHONHASHSEED``, and the emitted PTX must not."""
     return sorted(args, key=sympy.default_sort_key)
+
+
+def _paired_buffers(lowered: L.LoweredKernel) -> frozenset[str]:
+    """The 16-bit register fragments of even size that every statement touches in aligned
+    pairs ``(2j, 2j + 1)``, low element first, in a way the emitter moves as one 32-bit
+    register: the destination of a paired ``cvt.rn.{bf16,f16}x2.f32``, either side of a
+    register copy, the registers of a vector load or store of 16-bit elements, an MMA's A or
+    B operand.  Any other use (arithmetic, a conversion from 16 bits, a single element)
+    keeps the fragment one register per element."""
+    candidates = {name for name, rf in lowered.registers.items()
+                  if rf.size and rf.size % 2 == 0 and not rf.dtype.is_bool and rf.dtype.itemsize == 2}
+
+    def aligned(regs: Sequence[L.Reg]) -> bool:
+        return len(regs) % 2 == 0 and all(
+            regs[i].index % 2 == 0 and regs[i + 1] == L.Reg(regs[i].buffer, regs[i].index + 1)
+            for i in range(0, len(regs), 2))
+
+    def every(x: Any) -> list[L.Reg]:
+        out: list[L.Reg] = []
+
+        def visit(y: Any) -> None:
+            if isinstance(y, L.Reg):
+                out.append(y)
+            elif isinstance(y, (list, tuple)):
+                for z in y:
+                    visit(z)
+            elif dataclasses.is_dataclass(y) and type(y).__module__ == L.__name__ and not isinstance(y, L.Stmt):
+                for f in dataclasses.fields(y):
+                    visit(getattr(y, f.name))
+
+        for f in dataclasses.fields(x):
+            if f.name not in ("op", "body", "then", "orelse"):
+                visit(getattr(x, f.name))
+        return out
+
+    for st in lowered.walk():
+        pairable: set[L.Reg] = set()  # this statement's elements the emitter moves as part of a pair
+        if isinstance(st, L.ConvertStmt):
+            if (st.src_dtype.name == "f32" and st.dst_dtype.name in ("bf16", "f16") and not st.satfinite
+                    and st.rounding == "rn"):
+                dst = set(st.dst)
+                pairable.update(d for d in st.dst
+                                if L.Reg(d.buffer, d.index ^ 1) in dst)
+        elif isinstance(st, L.CopyStmt) and not st.atom.startswith(("cp.async", "ldmatrix", "stmatrix")):
+            for t in st.transfers:
+                src, dst = t.src, t.dst
+                if isinstance(src, L.MemoryRun) and isinstance(dst, tuple):
+                    ok = src.dtype.itemsize == 2 and aligned(dst) and len({r.buffer for r in dst}) == 1
+                    pairable.update(dst if ok else ())
+                elif isinstance(src, tuple) and isinstance(dst, L.MemoryRun):
+                    ok = dst.dtype.itemsize == 2 and aligned(src) and len({r.buffer for r in src}) == 1
+                    pairable.update(src if ok else ())
+            moves = _register_moves(st)  # a register copy: element pairs moved alike, in any transfers
+            for a, (b, guard) in moves.items():
+                if a.index % 2 == b.index % 2 and moves.get(_partner(a)) == (_partner(b), guard):
+                    pairable.update((a, b))
+        elif isinstance(st, L.MmaStmt):
+            for operand in (st.a, st.b):
+                if isinstance(operand, tuple) and aligned(operand):
+                    pairable.update(operand)
+        for r in every(st):
+            if r not in pairable:
+                candidates.discard(r.buffer)
+    return frozenset(candidates)
+
+
+def _partner(r: L.Reg) -> L.Reg:
+    """The other element of ``r``'s aligned pair."""
+    return L.Reg(r.buffer, r.index ^ 1)
+
+
+def _register_moves(s: L.CopyStmt) -> dict[L.Reg, tuple[L.Reg, Any]]:
+    """A register-to-register copy's moves: source element -> (destination, predicate)."""
+    return {a: (b, t.predicate) for t in s.transfers if isinstance(t.src, tuple) and isinstance(t.dst, tuple)
+            for a, b in zip(t.src, t.dst)}
 
 
 def _loop_expressions(stmts: Sequence[L.Stmt], once: sympy.Symbol | None = None

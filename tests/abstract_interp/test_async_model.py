@@ -5,6 +5,7 @@ counts of a path."""
 import dataclasses
 import itertools
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -172,3 +173,63 @@ def test_rounds_in_nested_loops_match_enumeration(stages, offset, skip):
                         expected = sum(1 for oo, ii in runs[id(site)]
                                        if values_of[id(site)](oo, ii) == e and _order(site, oo, ii) < before)
                         assert evaluate(got, {}) == expected, (site.index, probe.index, tiles, nk, e, o, i)
+
+
+@pytest.mark.parametrize("at_inner, from_outer, skip", [(0, 0, 0), (0, 1, 0), (2, 0, 0), (1, 2, 1), (None, 1, 0),
+                                                         (None, 2, 1), (0, 0, 1)])
+@pytest.mark.parametrize("staged", [False, True])
+def test_a_site_pinned_to_one_inner_iteration_or_late_outer_ones_counts_as_enumerated(at_inner, from_outer, skip,
+                                                                                    staged):
+    """A site in both loops under ``i == c`` (one column of the nest: a deferred store's commit
+    in a tile's first k-block), ``o >= a`` (not in the first tiles) and ``i >= b``, with and
+    without a ring element: its executions before instances in both loops, in the outer loop
+    only, and overall, equal the enumeration's."""
+    from argus.abstract_interp.encoding import Instance
+    from argus.abstract_interp.program import Condition, Site
+
+    counter = Counter(_NestedAnalysis())
+    outer, inner = Loop(None, OUTER, 0, TILES, 1), Loop(None, INNER, 0, NK, 1)
+    conditions = [Condition(lp.condition(), None, "loop") for lp in (outer, inner)]
+    if at_inner is not None:
+        conditions.append(Condition(sympy.Eq(INNER, at_inner), None, "then"))
+    if from_outer:
+        conditions.append(Condition(sympy.Gt(OUTER, from_outer - 1), None, "then"))
+    if skip:
+        conditions.append(Condition(sympy.Ge(INNER, skip), None, "then"))
+    site = Site(5, None, (), tuple(conditions), (outer, inner), 0)
+    stages = 3
+    elem = sympy.Mod(OUTER * NK + INNER + 1, stages) if staged else None
+    probes = [_nested_site(3, (outer, inner)), _nested_site(7, (outer, inner)), _nested_site(2, (outer,)),
+              _nested_site(9, (outer,))]
+    for tiles, nk in itertools.product(range(0, 5), range(1, 5)):
+        env = {TILES: T.int_const(tiles), NK: T.int_const(nk)}
+        runs = [(o, i) for o in range(tiles) for i in range(nk)
+                if (at_inner is None or i == at_inner) and o >= from_outer and i >= skip]
+        for e in range(stages) if staged else (None,):
+            def hits(o, i, e=e, nk=nk):
+                return e is None or (o * nk + i + 1) % stages == e
+            element = T.int_const(e) if staged else None
+            got = counter.count_before(site, None, element, elem, env)
+            assert evaluate(got, {}) == sum(hits(o, i) for o, i in runs), (tiles, nk, e)
+            for probe in probes:
+                for o, i in itertools.product(range(tiles), range(nk) if len(probe.loops) == 2 else (0,)):
+                    at = Instance(probe, {**env, OUTER: T.int_const(o), INNER: T.int_const(i)})
+                    got = counter.count_before(site, at, element, elem)
+                    before = _order(probe, o, i)
+                    expected = sum(1 for oo, ii in runs if hits(oo, ii) and _order(site, oo, ii) < before)
+                    assert evaluate(got, {}) == expected, (probe.index, tiles, nk, e, o, i)
+
+
+def test_a_site_under_another_condition_on_the_nested_counters_is_not_modelled():
+    from argus.abstract_interp.mbarrier import NotModelled
+    from argus.abstract_interp.program import Condition, Site
+
+    counter = Counter(_NestedAnalysis())
+    op = types.SimpleNamespace(loc="gemm.py:7", kind="AsyncCommit")
+    outer, inner = Loop(op, OUTER, 0, TILES, 1), Loop(op, INNER, 0, NK, 1)
+    for cond in (sympy.Lt(INNER, 2), sympy.Eq(INNER, OUTER), sympy.Eq(OUTER, 1)):
+        conditions = (*(Condition(lp.condition(), None, "loop") for lp in (outer, inner)),
+                      Condition(cond, None, "then"))
+        site = Site(5, op, (), conditions, (outer, inner), 0)
+        with pytest.raises(NotModelled, match="other than inner counter >= a constant"):
+            counter.count_before(site, None, None, None, {TILES: T.int_const(3), NK: T.int_const(4)})

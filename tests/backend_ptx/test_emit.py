@@ -284,3 +284,55 @@ def test_a_division_under_a_branch_on_one_iteration_stays_in_it():
             assert all(at > head for at in divisions)
         else:  # not pinned (a range of iterations as far as the emitter knows): hoisted as before
             assert all(at < head for at in divisions)
+
+
+@A.kernel(threads=64, assume=lambda n: [n >= 1])
+def carried_halves(x: A.Global(A.f32, "n 128"), y: A.Global(A.bf16, "n 128"), n: A.Index, ARITH: A.const = False):
+    """Row ``j`` of x converted to bf16 and stored one iteration late (the converted pair is
+    held across the loop); ``ARITH`` takes a bf16 maximum of the held values before the store."""
+    t = A.thread_id()
+    held = A.convert(A.load(x.tile((1, 2), (0, t))), A.bf16)
+    for j in A.range(1, n):
+        out = y.tile((1, 2), (j - 1, t))
+        if ARITH:
+            A.store(A.maximum(held, held), out)
+        else:
+            A.store(held, out)
+        held = A.convert(A.load(x.tile((1, 2), (j, t))), A.bf16)
+    A.store(held, y.tile((1, 2), (n - 1, t)))
+
+
+def _declared(text: str) -> dict[str, str]:
+    return {name: cls for cls, name in re.findall(r"^\s*\.reg \.(\w+) (%v\w+?_)<\d+>;", text, re.M)}
+
+
+def test_a_16_bit_fragment_moved_only_in_pairs_is_held_packed():
+    """Converted in pairs, copied across the loop and stored as one 32-bit word: each pair is
+    one ``.b32`` register from the conversion to the store, with no unpacking in between (one
+    16-bit register per element costs a 32-bit one each where the value lives across an
+    iteration)."""
+    text = emit_ptx(carried_halves.specialize(), "sm_90a").text
+    declared = _declared(text)
+    assert sorted(declared.values()) == ["b32", "b32", "f32", "f32"], declared
+    packed = [name for name, cls in declared.items() if name.startswith("%vp")]
+    assert len(packed) == 2
+    assert "mov.b32 {" not in text and not re.search(r"mov\.b32 %\w+, \{", text)
+    assert re.search(rf"cvt\.rn\.bf16x2\.f32 {re.escape(packed[0])}0, %vr\d+_1, %vr\d+_0;", text)
+    assert re.search(rf"st\.global\.b32 \[[^\]]+\], {re.escape(packed[0])}0;", text)
+    assert f"mov.b32 {packed[0]}0, {packed[1]}0;" in text  # the loop-carried copy: one move per pair
+    if find_ptxas() is not None:
+        cubin = build_cubin(emit_ptx(carried_halves.specialize(), "sm_90a"), "pairs-" + kernel_hash(
+            carried_halves.specialize()))
+        assert cubin.performance_issues == [], cubin.log
+
+
+def test_a_16_bit_fragment_used_in_arithmetic_keeps_one_register_per_element():
+    """The held values feed a bf16 ``max``: that fragment stays one ``.b16`` register per
+    element, unpacked from the packed conversion it is copied from."""
+    text = emit_ptx(carried_halves.specialize(ARITH=True), "sm_90a").text
+    declared = _declared(text)
+    per_element = [name for name, cls in declared.items() if cls == "b16"]
+    packed = [name for name, cls in declared.items() if name.startswith("%vp")]
+    assert len(per_element) == 2 and len(packed) == 1, declared
+    assert re.search(rf"mov\.b32 \{{%vr\d+_0, %vr\d+_1\}}, {re.escape(packed[0])}0;", text)
+    assert re.search(r"max\.bf16 %vr\d+_0, %vr\d+_0, %vr\d+_0;", text)
