@@ -311,7 +311,8 @@ def test_a_16_bit_fragment_moved_only_in_pairs_is_held_packed():
     one ``.b32`` register from the conversion to the store, with no unpacking in between (one
     16-bit register per element costs a 32-bit one each where the value lives across an
     iteration)."""
-    text = emit_ptx(carried_halves.specialize(), "sm_90a").text
+    ptx = emit_ptx(carried_halves.specialize(), "sm_90a")
+    text = ptx.text
     declared = _declared(text)
     assert sorted(declared.values()) == ["b32", "b32", "f32", "f32"], declared
     packed = [name for name, cls in declared.items() if name.startswith("%vp")]
@@ -321,8 +322,7 @@ def test_a_16_bit_fragment_moved_only_in_pairs_is_held_packed():
     assert re.search(rf"st\.global\.b32 \[[^\]]+\], {re.escape(packed[0])}0;", text)
     assert f"mov.b32 {packed[0]}0, {packed[1]}0;" in text  # the loop-carried copy: one move per pair
     if find_ptxas() is not None:
-        cubin = build_cubin(emit_ptx(carried_halves.specialize(), "sm_90a"), "pairs-" + kernel_hash(
-            carried_halves.specialize()))
+        cubin = build_cubin(ptx, "pairs-" + kernel_hash(carried_halves.specialize()))
         assert cubin.performance_issues == [], cubin.log
 
 
