@@ -19,8 +19,9 @@ backend, not a user path.  Then, in one process:
    odd shapes and at every benchmarked shape, against a float64 reference, with torch's own
    error on the same inputs beside it;
 2. the autotuner: every candidate timed at every shape (short runs), best recorded per shape;
-   ``main_c1_sms128`` (the 4096³ pick on 128 persistent blocks) competes once the gate passes
-   it (a proof record at that grid), never as a refused kernel;
+   ``main_c1_sms128`` (the 4096³ pick on 128 persistent blocks) and ``main_c3_sms128`` (the
+   same with the deferred epilogue) compete once the gate passes them (a proof record at that
+   grid), never as refused kernels;
 3. the benchmark: the best candidate and ``torch.matmul(a, b.T)`` interleaved by
    :func:`argus.runtime.timing.benchmark` (warm-up, L2 flushed before every timed call,
    rotating inputs, median of >= 50 runs), TFLOP/s and the ratio;
@@ -108,6 +109,7 @@ def _specializations() -> list[tuple[str, str, dict]]:
     # 128 persistent blocks: the same waves as 132 at every benchmarked shape (their tile counts are
     # multiples of 128), each block the same number of tiles, each wave whole GROUP_M groups' columns
     out.append(("main_c1_sms128", "main", {**CANDIDATES[1].consts(), "SMS": 128}))
+    out.append(("main_c3_sms128", "main", {**CANDIDATES[3].consts(), "SMS": 128}))  # the same, C's last boxes deferred
     # the same grid for the 4096³ pick of the other types and epilogues (step 5 of `run` tunes the two)
     for variant in TIMED_VARIANTS:
         out.append((f"{variant}_tuned_sms128", variant, {**tuned_config(4096, 4096, 4096).consts(), "SMS": 128}))

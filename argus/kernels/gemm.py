@@ -8,7 +8,7 @@ the DSL and specialized by ``const`` parameters:
   issues ``wgmma.m64n{BN}k16``), ``BK`` (64: one 128-byte swizzle row of 16-bit elements),
   ``STAGES`` (shared-memory ring depth), ``GROUP_M`` (tile-order grouping), ``SMS`` (the
   number of persistent blocks, normally the device's SM count), ``RELEASE`` (how consumers
-  give a stage back), ``EPILOGUE`` (``"tma"``, ``"direct"`` or ``"auto"``) and ``CLUSTER``
+  give a stage back), ``EPILOGUE`` (``"tma"``, ``"deferred"``, ``"direct"`` or ``"auto"``) and ``CLUSTER``
   (1, or 2: blocks in clusters of two compute vertically adjacent tiles, and each loads half of
   their common B box and multicasts it into both blocks' stage; a stage is refilled once the
   consumers of both blocks released it, by a local and a remote arrive).
@@ -43,6 +43,10 @@ Structure (384 threads, three warpgroups):
   not a multiple of the box width) stores from registers instead (unpredicated on interior
   tiles); its tag assertion, on C itself, is beyond the verifier (the writer of an element of C
   is found by inverting the grouped tile order, whose last group's height is not a constant).
+  ``EPILOGUE="deferred"`` (a plain epilogue of more than two boxes) stores a tile's first boxes
+  so, and holds its last two, converted, in registers (packed 16-bit pairs) until the next
+  tile's first k-block: they are written and stored there, under that k-block's wgmmas, and
+  the block's last tile's after its tile loop — the tensor cores idle for two boxes fewer.
 
 Operand layouts: ``gemm_kernel(a_major="m")`` takes A as ``K x M`` (M contiguous: a column-major A)
 and ``b_major="n"`` B as ``K x N`` (N contiguous: ``torch.matmul(a, b)``).  Such an operand's
@@ -101,6 +105,7 @@ class GemmConfig:
     CLUSTER: int = 1
     INFLIGHT: int = 1
     RELEASE: str = "warpgroups"
+    EPILOGUE: str = "auto"
 
     def consts(self) -> dict[str, Any]:
         out: dict[str, Any] = {"BN": self.BN, "BK": self.BK, "STAGES": self.STAGES, "GROUP_M": self.GROUP_M,
@@ -109,6 +114,8 @@ class GemmConfig:
             out["INFLIGHT"] = self.INFLIGHT
         if self.RELEASE != "warpgroups":
             out["RELEASE"] = self.RELEASE
+        if self.EPILOGUE != "auto":
+            out["EPILOGUE"] = self.EPILOGUE
         return out
 
     def shared_bytes(self, itemsize: int = 2, tma_epilogue: bool = True) -> int:
@@ -120,11 +127,15 @@ CANDIDATES = (
     GemmConfig(BN=256, STAGES=4, GROUP_M=8, INFLIGHT=0, RELEASE="threads"),
     GemmConfig(BN=256, STAGES=4, GROUP_M=16, INFLIGHT=0, RELEASE="threads"),
     GemmConfig(BN=128, STAGES=6, GROUP_M=8, INFLIGHT=0, RELEASE="threads"),
+    GemmConfig(BN=256, STAGES=4, GROUP_M=16, INFLIGHT=0, RELEASE="threads", EPILOGUE="deferred"),
 )
 """The autotuner's search space, each specialization (with ``SMS=132``) proved by ``argus verify``
 with its record in ``proofs/``: every entry fits 227 KB of shared memory and 232 registers, and
 retires each k-block's wgmmas before the next (``INFLIGHT=0``, per-thread release), so the two
 consumer warpgroups alternate on the tensor cores.
+
+The fourth is the second with its last two boxes of C deferred to the next tile's first k-block
+(``EPILOGUE="deferred"``).
 
 ``CLUSTER=2`` (B's box multicast to a pair of blocks) builds, runs and matches the reference, but
 on an H200 it measured the same speed as the unclustered kernel at every benchmarked shape
@@ -293,7 +304,9 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
     sa = A.shared(tin, (STAGES, BM, BK) if a_major == "k" else (STAGES, BM // 64, BK, 64), swizzle=swizzle)
     sb = A.shared(tin, (STAGES, BN, BK) if b_major == "k" else (STAGES, BN // 64, BK, 64), swizzle=swizzle)
     bw = _box_width(tout)  # a box of C is 128 bytes wide: 64 16-bit or 32 fp32 columns
-    if EPILOGUE == "tma":  # two 128 x bw boxes of C
+    late = 2 if EPILOGUE == "deferred" else 0  # a tile's last boxes, stored during the next tile's first k-block
+    _check_late(late, bias_t is None and activation is None, BN, bw)
+    if EPILOGUE != "direct":  # two 128 x bw boxes of C
         staging = A.shared(tout, (2, BM, bw), swizzle=SwizzleMode.B128.element_swizzle(tout.itemsize))
     box_atom = f"wgmma.m64n{bw}k16.{in_dtype}"
     full = A.mbarrier(1, stages=STAGES)
@@ -334,6 +347,8 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                                multicast=0b11)
     with A.warp_role("consumer", warps=range(4, 12), registers=232):
         wg = A.warpgroup_id() - 1  # this consumer's 64 rows of the block tile
+        if late:  # the previous tile's converted accumulator, whose last boxes are still to be stored
+            held = A.mma_fragment(atom, "c") if tout is A.f32 else A.convert(A.mma_fragment(atom, "c"), tout)
         for j in A.range(mine):
             cm, cn = tile(j)
             acc = A.mma_fragment(atom, "c")
@@ -348,6 +363,12 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                 for ks in A.range(BK // 16, unroll=True):
                     A.mma(atom, _k_step(sa[sc], a_major, 64, wg, ks), _k_step(sb[sc], b_major, BN, 0, ks), acc)
                 A.wgmma_commit()
+                if late:  # under the tile's first wgmmas: the previous tile's last boxes leave
+                    if kc == 0:
+                        if j > 0:
+                            pm, pn = tile(j - 1)
+                            for qp in A.range(BN // bw - late, BN // bw, unroll=True):
+                                _box_writer()(held, qp, pm, pn, staging, c, wg, bw, BN, M, N, box_atom, True)
                 if inflight == 0:  # this k-block's wgmmas retired: its stage may be refilled
                     A.wgmma_wait(0)
                     _release(empty, remote, jt % STAGES, RELEASE)
@@ -358,7 +379,7 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
             A.wgmma_wait(0)
             if inflight == 1:
                 _release(empty, remote, (j * nk + nk - 1) % STAGES, RELEASE)
-            if EPILOGUE == "tma":
+            if EPILOGUE != "direct":
                 # 64-column boxes through two shared buffers: each box's bias, activation and
                 # conversion are applied to its 32 accumulator values, which are written from
                 # registers, made visible to the async proxy and stored by TMA (clipped at the
@@ -366,9 +387,9 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                 plain = bias_t is None and activation is None
                 if plain:
                     converted = acc if tout is A.f32 else A.convert(acc, tout)  # the whole fragment at once
-                for q in A.range(BN // bw, unroll=True):
+                for q in A.range(BN // bw - late, unroll=True):
                     if plain:
-                        part = converted.tile((2, 2, bw // 8), (0, 0, q))  # columns bw·q .. bw·q + bw - 1
+                        part = converted
                     else:  # box by box: the bias values of one box only are live
                         part = acc.tile((2, 2, bw // 8), (0, 0, q))
                         if bias_t is not None:
@@ -378,20 +399,9 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                         if activation == "relu":
                             part = A.maximum(part, 0.0)
                         part = part if tout is A.f32 else A.convert(part, tout)
-                    buf = staging[q % 2]
-                    # the store that last used this buffer has read it (at a tile's first box: every
-                    # store of the previous tile, long read by then)
-                    A.tma_store_wait(1 if q > 0 else 0, read=True)
-                    A.named_barrier(1, 256)
-                    box = buf.tile((64, bw), (wg, 0))
-                    A.store(part, A.mma_partition(box_atom, "c", box))
-                    if bias_t is None and activation is None and (cm + 1) * BM <= M and (cn + 1) * BN <= N:
-                        A.assert_tag(box, lambda _b, r, col, tg, cm=cm, cn=cn, q=q:
-                                     tg == (cm * BM + r, cn * BN + q * bw + col), "c[i, j] = row i of A · row j of B")
-                    A.fence_proxy_async()
-                    A.named_barrier(1, 256)
-                    A.tma_store(buf, c.tile((BM, bw), (cm, cn * (BN // bw) + q)))
-                    A.tma_store_commit()
+                    _box_writer()(part, q, cm, cn, staging, c, wg, bw, BN, M, N, box_atom, plain)
+                if late:
+                    held = converted  # its last boxes leave during the next tile's first k-block
             else:
                 out = A.mma_partition(atom, "c", c.tile((BM, BN), (cm, cn)).tile((64, BN), (wg, 0)))
                 if bias_t is not None:
@@ -407,10 +417,45 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                     A.store(result, out)
                 if bias_t is None and activation is None:  # an epilogue's arithmetic drops the tags
                     A.assert_tag(out, lambda r, col, tg: tg == (r, col), "c[i, j] = row i of A · row j of B")
-        if EPILOGUE == "tma":
+        if late:  # the block's last tile's last boxes
+            if mine > 0:
+                lm, ln = tile(mine - 1)
+                for ql in A.range(BN // bw - late, BN // bw, unroll=True):
+                    _box_writer()(held, ql, lm, ln, staging, c, wg, bw, BN, M, N, box_atom, True)
+        if EPILOGUE != "direct":
             A.tma_store_wait(0)  # every store of the block complete before it exits
     if CLUSTER > 1:
         A.cluster_barrier()  # no block exits while its peer may still arrive on its mbarriers
+
+
+def _check_late(late: int, plain: bool, bn: int, bw: int) -> None:
+    if late and (not plain or bn // bw <= late):
+        raise GemmError(f"EPILOGUE='deferred' stores the last {late} of a tile's boxes from its converted "
+                        f"accumulator: it needs a plain epilogue (no bias or activation) and more than {late} "
+                        f"boxes (BN={bn} gives {bn // bw})", hint="use EPILOGUE='tma'")
+
+
+def _store_box(part: Any, q: int, cm: Any, cn: Any, staging: Any, c: Any, wg: Any, bw: int, BN: int, M: Any,
+               N: Any, box_atom: str, plain: bool) -> None:
+    """Box ``q`` of tile ``(cm, cn)`` through staging buffer ``q % 2`` and a TMA store.  ``part``:
+    the box's converted values, or (``plain``) the whole converted fragment, whose box ``q``
+    is taken here."""
+    if plain:
+        part = part.tile((2, 2, bw // 8), (0, 0, q))  # columns bw·q .. bw·q + bw - 1
+    buf = staging[q % 2]
+    # the store that last used this buffer has read it (at a tile's first box: every
+    # store of the previous tile, long read by then)
+    A.tma_store_wait(1 if q > 0 else 0, read=True)
+    A.named_barrier(1, 256)
+    box = buf.tile((64, bw), (wg, 0))
+    A.store(part, A.mma_partition(box_atom, "c", box))
+    if plain and (cm + 1) * BM <= M and (cn + 1) * BN <= N:
+        A.assert_tag(box, lambda _b, r, col, tg, cm=cm, cn=cn, q=q:
+                     tg == (cm * BM + r, cn * BN + q * bw + col), "c[i, j] = row i of A · row j of B")
+    A.fence_proxy_async()
+    A.named_barrier(1, 256)
+    A.tma_store(buf, c.tile((BM, bw), (cm, cn * (BN // bw) + q)))
+    A.tma_store_commit()
 
 
 def _tile(i: Any, *, pid: Any, tiles_m: Any, tiles_n: Any, group_m: int, sms: int, cluster: int) -> tuple[Any, Any]:
@@ -492,8 +537,11 @@ def _epilogue(how: str, tout: Any, bn: int) -> str:
         raise GemmError(f"EPILOGUE='tma' needs BN a multiple of {_box_width(tout)} (TMA boxes of C are "
                         "128 bytes wide)",
                         hint="use EPILOGUE='direct' or 'auto'")
-    if how not in ("tma", "direct"):
-        raise GemmError(f"EPILOGUE={how!r}: use 'auto', 'tma' or 'direct'")
+    if how == "deferred" and not tma_ok:
+        raise GemmError(f"EPILOGUE='deferred' needs BN a multiple of {_box_width(tout)} (TMA boxes of C are "
+                        "128 bytes wide)", hint="use EPILOGUE='direct' or 'auto'")
+    if how not in ("tma", "direct", "deferred"):
+        raise GemmError(f"EPILOGUE={how!r}: use 'auto', 'tma', 'deferred' or 'direct'")
     return how
 
 
@@ -516,6 +564,15 @@ def _release(empty: Any, remote: Any, s: Any, how: str) -> None:
             A.arrive(remote[s], elected=128)
     else:
         raise GemmError(f"RELEASE={how!r}: use 'threads' or 'warpgroups'")
+
+
+@functools.cache
+def _box_writer() -> Any:
+    """``_store_box`` with its run-time ``if`` rewritten into a traced branch."""
+    from argus.spec import ops
+    from argus.spec.rewrite import rewrite_kernel_body
+
+    return rewrite_kernel_body(_store_box, ops.REWRITE_HELPERS)
 
 
 @functools.cache

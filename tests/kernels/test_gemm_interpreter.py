@@ -134,6 +134,28 @@ def test_tma_store_epilogue_matches_numpy(shape, bn):
     np.testing.assert_array_equal(out, numerics.round_to("bf16", numerics.mma(a, b.T, None, a_dtype="bf16")))
 
 
+@pytest.mark.parametrize("shape, bn, sms", [((130, 600, 40), 256, 2), ((64, 256, 24), 256, 3), ((200, 296, 72), 256, 1)])
+def test_deferred_epilogue_matches_numpy(shape, bn, sms):
+    # a tile's last two boxes leave during the next tile's first k-block, the block's last
+    # tile's after its tile loop: several tiles per block, one tile, and a block without any
+    m, n, k = shape
+    a, b = _operands(17, m, n, k)
+    kernel = gemm_kernel("bf16", "bf16").specialize(BN=bn, STAGES=2, SMS=sms, EPILOGUE="deferred", INFLIGHT=0,
+                                                   RELEASE="threads")
+    out = Interpreter(kernel).run({"a": a, "b": b, "c": np.full((m, n), np.nan, np.float32)},
+                                  {"M": m, "N": n, "K": k})["c"]
+    np.testing.assert_array_equal(out, numerics.round_to("bf16", numerics.mma(a, b.T, None, a_dtype="bf16")))
+
+
+def test_deferred_epilogue_needs_a_plain_epilogue_and_boxes_to_defer():
+    with pytest.raises(GemmError, match="plain epilogue"):
+        gemm_kernel("bf16", "bf16", bias=True, activation="relu").specialize(BN=256, SMS=1, EPILOGUE="deferred")
+    with pytest.raises(GemmError, match="more than 2"):
+        gemm_kernel("bf16", "bf16").specialize(BN=128, SMS=1, EPILOGUE="deferred")
+    with pytest.raises(GemmError, match="'auto', 'tma', 'deferred' or 'direct'"):
+        gemm_kernel("bf16", "bf16").specialize(BN=128, SMS=1, EPILOGUE="late")
+
+
 def test_tma_epilogue_needs_whole_boxes():
     with pytest.raises(GemmError, match="multiple of 32"):
         gemm_kernel("bf16", "f32").specialize(BN=48, SMS=1, EPILOGUE="tma")
