@@ -165,6 +165,7 @@ class _Emitter:
         self.symbols: dict[sympy.Symbol, tuple[str, int]] = {}
         self.tensor_base: dict[str, str] = {}
         self.tensor_map_reg: dict[int, str] = {}
+        self.policies: dict[str, str] = {}  # L2 eviction priority -> its cache-policy register
         self.smem_base: str | None = None
         self.last_loc: Any = None
         self.uses_setmaxnreg = any(isinstance(s, L.SetMaxNRegStmt) for s in lowered.walk())
@@ -844,6 +845,10 @@ class _Emitter:
             self.emit(f"selp.b32 {size}, {nbytes}, 0, {source};")
             self.emit(f"{prefix}cp.async.{cache}.shared.global [{d}], {g}, {nbytes}, {size};")
 
+    def l2_policy(self, priority: str) -> str:
+        """The register holding the cache policy of L2 eviction priority ``priority`` (made in the prologue)."""
+        return self.policies[priority]
+
     def tensor_copy(self, s: L.TensorCopy) -> None:
         self.require_sm90(s, "TMA")
         spec = self.lowered.tensor_maps[s.tensor_map]
@@ -854,6 +859,7 @@ class _Emitter:
         if s.load:
             assert s.mbarrier is not None
             bar = self.shared_address(*s.mbarrier)
+            hint, policy = ("", "") if s.l2 is None else (".L2::cache_hint", f", {self.l2_policy(s.l2)}")
             if s.multicast is not None:
                 # the box lands at the same offset in every block of the mask, and completes
                 # bytes on the mbarrier at the same offset in each of them
@@ -864,10 +870,10 @@ class _Emitter:
                 else:
                     self.emit(f"cvt.u16.u32 {mask}, {bits};")
                 self.emit(f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                          f".multicast::cluster [{smem}], [{tmap}, {{{coords}}}], [{bar}], {mask};")
+                          f".multicast::cluster{hint} [{smem}], [{tmap}, {{{coords}}}], [{bar}], {mask}{policy};")
                 return
-            self.emit(f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-                      f"[{smem}], [{tmap}, {{{coords}}}], [{bar}];")
+            self.emit(f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{hint} "
+                      f"[{smem}], [{tmap}, {{{coords}}}], [{bar}]{policy};")
         else:
             self.emit(f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group "
                       f"[{tmap}, {{{coords}}}], [{smem}];")
@@ -1232,6 +1238,11 @@ class _Emitter:
             self.emit(f"mov.b64 {raw}, p_tmap{i};")
             self.emit(f"cvta.param.u64 {generic}, {raw};")
             self.tensor_map_reg[i] = generic
+        # the cache policies of the TMA loads' L2 hints, made once at entry
+        for priority in sorted({s.l2 for s in self.lowered.walk() if isinstance(s, L.TensorCopy) and s.l2}):
+            policy = self.reg("b64")
+            self.emit(f"createpolicy.fractional.L2::{priority}.b64 {policy}, 1.0;")
+            self.policies[priority] = policy
         if self.lowered.shared_bytes:
             raw = self.reg("b32")
             self.emit(f"mov.u32 {raw}, argus_smem;")

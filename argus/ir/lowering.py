@@ -544,6 +544,7 @@ class TensorCopy(Stmt):
     nbytes: int
     mbarrier: tuple[N.Buffer, Any] | None = None
     multicast: Any = None  # load: mask of the cluster ranks the box (and its mbarrier signal) reach
+    l2: str | None = None  # load: the L2 eviction priority of the box's lines (a cache hint)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1158,7 +1159,8 @@ class _Lowerer:
                           coords=tuple(self.expr(c) for c in reversed(origin)), smem=smem.buffer,
                           smem_address=self.expr(smem.offset), nbytes=tma_transaction_bytes(box, itemsize),
                           mbarrier=mbarrier,
-                          multicast=self.expr(op.multicast) if load and op.multicast is not None else None)
+                          multicast=self.expr(op.multicast) if load and op.multicast is not None else None,
+                          l2=op.l2 if load else None)
 
     def _need_alignment(self, buffer: N.Buffer, alignment: int) -> None:
         self.shared_alignment[buffer.name] = max(self.shared_alignment.get(buffer.name, buffer.alignment), alignment)

@@ -190,6 +190,7 @@ class Copy(Op):
     handle: Handle | None = None
     mbarrier: View | None = None
     multicast: Any = None
+    l2: str | None = None  # a TMA load's L2 eviction priority (a hint: no effect on what is copied)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -26,7 +26,8 @@ Structure (384 threads, three warpgroups):
   stage's bytes on ``full[s]`` and issue two TMA loads into 128B-swizzled shared memory.
   ``it`` counts k-blocks over all the block's tiles, so the ring runs ahead across tile
   boundaries and the next tile's loads overlap the current tile's epilogue.  Edges of M, N
-  and K arrive zero-filled (TMA bounds).
+  and K arrive zero-filled (TMA bounds).  ``L2="stream"`` gives the loads L2 eviction
+  priorities (A's boxes evict-last, B's evict-first).
 * **Consumers** (warpgroups 1 and 2, ``setmaxnreg`` 232).  Per k-block: wait for ``full[s]``,
   issue ``BK / 16`` wgmmas on the stage, commit, then ``wgmma_wait(1)`` — the previous
   k-block's group retired — and release the previous stage (the 256 consumer threads meet at
@@ -106,6 +107,7 @@ class GemmConfig:
     INFLIGHT: int = 1
     RELEASE: str = "warpgroups"
     EPILOGUE: str = "auto"
+    L2: str = "normal"
 
     def consts(self) -> dict[str, Any]:
         out: dict[str, Any] = {"BN": self.BN, "BK": self.BK, "STAGES": self.STAGES, "GROUP_M": self.GROUP_M,
@@ -116,6 +118,8 @@ class GemmConfig:
             out["RELEASE"] = self.RELEASE
         if self.EPILOGUE != "auto":
             out["EPILOGUE"] = self.EPILOGUE
+        if self.L2 != "normal":
+            out["L2"] = self.L2
         return out
 
     def shared_bytes(self, itemsize: int = 2, tma_epilogue: bool = True) -> int:
@@ -128,6 +132,7 @@ CANDIDATES = (
     GemmConfig(BN=256, STAGES=4, GROUP_M=16, INFLIGHT=0, RELEASE="threads"),
     GemmConfig(BN=128, STAGES=6, GROUP_M=8, INFLIGHT=0, RELEASE="threads"),
     GemmConfig(BN=256, STAGES=4, GROUP_M=16, INFLIGHT=0, RELEASE="threads", EPILOGUE="deferred"),
+    GemmConfig(BN=128, STAGES=6, GROUP_M=8, INFLIGHT=0, RELEASE="threads", L2="stream"),
 )
 """The autotuner's search space, each specialization (with ``SMS=132``) proved by ``argus verify``
 with its record in ``proofs/``: every entry fits 227 KB of shared memory and 232 registers, and
@@ -135,7 +140,9 @@ retires each k-block's wgmmas before the next (``INFLIGHT=0``, per-thread releas
 consumer warpgroups alternate on the tensor cores.
 
 The fourth is the second with its last two boxes of C deferred to the next tile's first k-block
-(``EPILOGUE="deferred"``).
+(``EPILOGUE="deferred"``).  The fifth is the third with L2 eviction priorities on the operand
+loads (``L2="stream"``: A's boxes evict-last, B's evict-first), the pick for one tile row
+(``M <= 128``), where every block reads a B panel no other block reads and all of them read A.
 
 ``CLUSTER=2`` (B's box multicast to a pair of blocks) builds, runs and matches the reference, but
 on an H200 it measured the same speed as the unclustered kernel at every benchmarked shape
@@ -158,10 +165,11 @@ TUNED = {
     (4096, 14336, 4096): CANDIDATES[1],
     (16384, 4096, 4096): CANDIDATES[1],
     (2048, 2048, 2048): CANDIDATES[1],
-    (128, 14336, 4096): CANDIDATES[2],
+    (128, 14336, 4096): CANDIDATES[4],
 }
 """The candidate ``benchmarks/gemm.py`` timed fastest per shape on an H200 (2026-12-03,
-benchmarks/RESULTS.md); ``tuned_config`` generalizes it."""
+benchmarks/RESULTS.md; the skinny shape's L2 priorities on an H100, 2026-12-07);
+``tuned_config`` generalizes it."""
 
 
 def tuned_config(m: int, n: int, k: int) -> "GemmConfig":
@@ -169,7 +177,7 @@ def tuned_config(m: int, n: int, k: int) -> "GemmConfig":
     a skinny ``m`` (one 128-row tile) wants narrower tiles so that more blocks get work."""
     if (m, n, k) in TUNED:
         return TUNED[(m, n, k)]
-    return CANDIDATES[2] if m <= BM else CANDIDATES[1]
+    return CANDIDATES[4] if m <= BM else CANDIDATES[1]
 
 
 def tile_of(t: Any, tiles_m: Any, tiles_n: Any, group_m: int) -> tuple[Any, Any]:
@@ -238,18 +246,18 @@ def gemm_kernel(in_dtype: str = "bf16", out_dtype: str = "bf16", bias: bool = Fa
         def gemm(a: A.Global(tin, a_dims), b: A.Global(tin, b_dims), c: A.Global(tout, "M N"),
                  bias: A.Global(A.f32, "N"), BN: A.const = 256, BK: A.const = 64, STAGES: A.const = 4,
                  GROUP_M: A.const = 8, SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto",
-                 CLUSTER: A.const = 1, INFLIGHT: A.const = 1):
+                 CLUSTER: A.const = 1, INFLIGHT: A.const = 1, L2: A.const = "normal"):
             _traced_body()(a, b, c, bias, BN, BK, STAGES, GROUP_M, SMS, RELEASE, _epilogue(EPILOGUE, tout, BN), in_dtype, tout,
                            activation, _cluster(CLUSTER, SMS, GROUP_M), majors=majors,
-                           inflight=_inflight(INFLIGHT, RELEASE))
+                           inflight=_inflight(INFLIGHT, RELEASE), l2=_l2(L2))
     else:
         def gemm(a: A.Global(tin, a_dims), b: A.Global(tin, b_dims), c: A.Global(tout, "M N"),
                  BN: A.const = 256, BK: A.const = 64, STAGES: A.const = 4, GROUP_M: A.const = 8,
                  SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto", CLUSTER: A.const = 1,
-                 INFLIGHT: A.const = 1):
+                 INFLIGHT: A.const = 1, L2: A.const = "normal"):
             _traced_body()(a, b, c, None, BN, BK, STAGES, GROUP_M, SMS, RELEASE, _epilogue(EPILOGUE, tout, BN), in_dtype, tout,
                            activation, _cluster(CLUSTER, SMS, GROUP_M), majors=majors,
-                           inflight=_inflight(INFLIGHT, RELEASE))
+                           inflight=_inflight(INFLIGHT, RELEASE), l2=_l2(L2))
     gemm.__name__ = gemm.__qualname__ = name
     return A.kernel(threads=384, grid=grid, cluster=lambda CLUSTER: (CLUSTER, 1, 1), assume=assume)(gemm)
 
@@ -270,12 +278,13 @@ def kernel_named(name: str) -> A.Kernel:
 
 
 def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE, in_dtype, tout, activation, CLUSTER,
-               majors=("k", "k"), inflight=1):
+               majors=("k", "k"), inflight=1, l2=(None, None)):
     """The kernel body shared by every variant (traced inside the variant's kernel)."""
     swizzle = SwizzleMode.B128.element_swizzle(2)
     tin = _DTYPES[in_dtype]
     atom = f"wgmma.m64n{BN}k16.{in_dtype}"
     a_major, b_major = majors
+    la, lb = l2  # the operand loads' L2 eviction priorities (None: the cache's default)
     if a_major == "k":
         A.tag(a, lambda i, k: (i, k), "A")
         M, K = a.shape
@@ -327,24 +336,24 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                 A.wait(empty[s], phase=it // STAGES - 1, elected=0)
                 A.arrive_expect_tx(full[s], A.transaction_bytes(sa[s]) + A.transaction_bytes(sb[s]))
                 if a_major == "k":
-                    A.tma_load(a.tile((BM, BK), (tm, kt)), sa[s], full[s])
+                    A.tma_load(a.tile((BM, BK), (tm, kt)), sa[s], full[s], l2=la)
                 else:
                     for qa in A.range(BM // 64, unroll=True):
-                        A.tma_load(a.tile((BK, 64), (kt, tm * (BM // 64) + qa)), sa[s, qa], full[s])
+                        A.tma_load(a.tile((BK, 64), (kt, tm * (BM // 64) + qa)), sa[s, qa], full[s], l2=la)
                 if b_major == "n":
                     for qb in A.range(BN // 64 // CLUSTER, unroll=True):
                         if CLUSTER == 1:
-                            A.tma_load(b.tile((BK, 64), (kt, tn * (BN // 64) + qb)), sb[s, qb], full[s])
+                            A.tma_load(b.tile((BK, 64), (kt, tn * (BN // 64) + qb)), sb[s, qb], full[s], l2=lb)
                         else:  # this block's half of the boxes, into the same stage of both blocks
                             pb = rank * (BN // 128) + qb
                             A.tma_load(b.tile((BK, 64), (kt, tn * (BN // 64) + pb)), sb[s, pb], full[s],
-                                       multicast=0b11)
+                                       multicast=0b11, l2=lb)
                 elif CLUSTER == 1:
-                    A.tma_load(b.tile((BN, BK), (tn, kt)), sb[s], full[s])
+                    A.tma_load(b.tile((BN, BK), (tn, kt)), sb[s], full[s], l2=lb)
                 else:  # this block's half of B's box, into the same stage of both blocks
                     half = BN // 2
                     A.tma_load(b.tile((half, BK), (2 * tn + rank, kt)), sb[s].tile((half, BK), (rank, 0)), full[s],
-                               multicast=0b11)
+                               multicast=0b11, l2=lb)
     with A.warp_role("consumer", warps=range(4, 12), registers=232):
         wg = A.warpgroup_id() - 1  # this consumer's 64 rows of the block tile
         if late:  # the previous tile's converted accumulator, whose last boxes are still to be stored
@@ -469,6 +478,19 @@ def _tile(i: Any, *, pid: Any, tiles_m: Any, tiles_n: Any, group_m: int, sms: in
         return tile_of(pid + i * sms, tiles_m, tiles_n, group_m)
     pm, tn = tile_of(pid // 2 + i * (sms // 2), symbolic.ceil_div(tiles_m, 2), tiles_n, group_m // 2)
     return 2 * pm + A.cluster_rank(), tn
+
+
+_L2 = {"normal": (None, None), "stream": ("evict_last", "evict_first")}
+
+
+def _l2(how: str) -> tuple[str | None, str | None]:
+    """The L2 eviction priorities of A's and B's TMA loads: ``"normal"`` (none given) or
+    ``"stream"`` (A evict-last, B evict-first: B is read once, every block reads A — the case of
+    one tile row, ``M <= 128``, where it measured 5–8% faster on an H100, benchmarks/RESULTS.md).
+    A cache hint only: the copies, and the proofs, are the same."""
+    if how not in _L2:
+        raise GemmError(f"L2={how!r} is not an L2 policy of the GEMM", hint=f"use one of {tuple(_L2)}")
+    return _L2[how]
 
 
 def _inflight(inflight: int, release: str) -> int:

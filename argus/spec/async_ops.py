@@ -78,6 +78,7 @@ __all__ = [
 ]
 
 NAMED_BARRIERS = 16  # bar.sync ids 0..15 (0 is the block barrier)
+L2_PRIORITIES = ("evict_first", "evict_last")  # tma_load(l2=...): createpolicy's L2 eviction priorities
 
 
 # --------------------------------------------------------------------------- trace state
@@ -443,16 +444,21 @@ def _check_tma_box(smem: Tensor, what: str) -> None:
 
 
 def tma_load(src: Tensor, dst: Tensor, bar: Mbarrier | None = None, *, multicast: Any = None,
-             elected: Any = None) -> int:
+             elected: Any = None, l2: str | None = None) -> int:
     """The elected thread copies the global tile ``src`` (a box) into the shared tile ``dst``.
 
     The copy delivers the full box: parts outside the tensor arrive as zeros (a known-zero fact)
     and count toward the bytes, which are added to the transactions of ``bar``'s current phase;
     the data lands when that phase completes.  Inside ``range(..., pipeline=S)`` leave ``bar``
     out: the pipelining policy allocates the barriers.  ``multicast``: a mask of the cluster's
-    blocks that receive the tile too.  Returns the transaction bytes (for ``arrive_expect_tx``).
+    blocks that receive the tile too.  ``l2``: the L2 eviction priority of the box's lines,
+    ``"evict_first"`` (data read once: a streamed operand) or ``"evict_last"`` (data many blocks
+    read again); a hint to the cache, no part of what the copy does, so the verifier ignores it.
+    Returns the transaction bytes (for ``arrive_expect_tx``).
     """
     _require(src, N.MemorySpace.GLOBAL, "tma_load source")
+    if l2 is not None and l2 not in L2_PRIORITIES:
+        raise B.error(f"tma_load: l2={l2!r} is not an L2 eviction priority", hint=f"use one of {L2_PRIORITIES}")
     _require(dst, N.MemorySpace.SHARED, "tma_load destination")
     _same(src, dst, "tma_load")
     _check_tma_box(dst, "tma_load")
@@ -472,7 +478,7 @@ def tma_load(src: Tensor, dst: Tensor, bar: Mbarrier | None = None, *, multicast
             raise B.error(f"tma_load: multicast mask {static:#b} names blocks outside the cluster of {size} "
                           f"(bits 0..{size - 1})", hint="declare the cluster shape with @kernel(cluster=(x, y, z))")
     _emit(N.Copy(src=src.view, dst=dst.view, atom="tma.load", pred=src.view.valid, handle=handle, mbarrier=view,
-                 multicast=multicast, loc=_position(), scope=N.Scope.THREAD, elected=_elected(elected)))
+                 multicast=multicast, loc=_position(), scope=N.Scope.THREAD, elected=_elected(elected), l2=l2))
     return transaction_bytes(dst)
 
 

@@ -16,6 +16,7 @@ import sympy
 import argus.spec as A
 from argus.backend_ptx import PtxError, emit_ptx
 from argus.backend_ptx.assemble import build_cubin, disassemble
+from argus.errors import ArgusError
 from argus.ir import lowering as L
 from argus.layout_algebra.hopper import SwizzleMode
 from argus.spec.kernel import Kernel, kernel_hash
@@ -336,3 +337,56 @@ def test_a_16_bit_fragment_used_in_arithmetic_keeps_one_register_per_element():
     assert len(per_element) == 2 and len(packed) == 1, declared
     assert re.search(rf"mov\.b32 \{{%vr\d+_0, %vr\d+_1\}}, {re.escape(packed[0])}0;", text)
     assert re.search(r"max\.bf16 %vr\d+_0, %vr\d+_0, %vr\d+_0;", text)
+
+
+@A.kernel(threads=128, grid=lambda: (1,))
+def hinted_loads(a: A.Global(A.bf16, "M K"), b: A.Global(A.bf16, "N K"), c: A.Global(A.f32, "M N")):
+    """``one_tile`` with L2 eviction priorities on its loads, and a second box of A."""
+    sa = A.shared(A.bf16, (2, 64, 64), swizzle=SWIZZLE_128B)
+    sb = A.shared(A.bf16, (64, 64), swizzle=SWIZZLE_128B)
+    bar = A.mbarrier(1)
+    A.mbarrier_init(bar)
+    A.arrive_expect_tx(bar, 2 * A.transaction_bytes(sa[0]) + A.transaction_bytes(sb))
+    A.tma_load(a.tile((64, 64), (0, 0)), sa[0], bar, l2="evict_last")
+    A.tma_load(a.tile((64, 64), (0, 1)), sa[1], bar, l2="evict_last")
+    A.tma_load(b.tile((64, 64), (0, 0)), sb, bar, l2="evict_first")
+    A.wait(bar, phase=0)
+    acc = A.mma_fragment("wgmma.m64n64k16.bf16", "c")
+    for ks in A.range(4, unroll=True):
+        A.mma("wgmma.m64n64k16.bf16", sa[0].tile((64, 16), (0, ks)), sb.tile((64, 16), (0, ks)), acc)
+    A.store(acc, A.mma_partition("wgmma.m64n64k16.bf16", "c", c.tile((64, 64), (0, 0))))
+
+
+def test_tma_loads_with_an_l2_priority_share_one_policy_per_priority():
+    ptx = emit_ptx(hinted_loads.specialize(), "sm_90a").text
+    made = re.findall(r"createpolicy\.fractional\.L2::(evict_\w+)\.b64 (%rd\d+), 1\.0;", ptx)
+    assert sorted(p for p, _ in made) == ["evict_first", "evict_last"]  # one each, not one per load
+    policy = dict(made)
+    loads = re.findall(r"cp\.async\.bulk\.tensor\.2d\S*\.L2::cache_hint \[%r\d+\], \[%rd\d+, \{[^}]*\}\], "
+                       r"\[%r\d+\], (%rd\d+);", ptx)
+    assert loads == [policy["evict_last"], policy["evict_last"], policy["evict_first"]]
+    assert ptx.index("createpolicy") < ptx.index("cp.async.bulk.tensor")
+    plain = emit_ptx(one_tile.specialize(), "sm_90a").text  # no priority: no policy, no hint
+    assert "createpolicy" not in plain and "cache_hint" not in plain
+
+
+@needs_ptxas
+def test_tma_loads_with_an_l2_priority_assemble():
+    kernel = hinted_loads.specialize()
+    cubin = build_cubin(emit_ptx(kernel, "sm_90a"), kernel_hash(kernel))
+    assert "warning" not in cubin.log.lower(), cubin.log
+
+
+def test_an_unknown_l2_priority_is_an_argus_error_at_the_load():
+    @A.kernel(threads=128, grid=lambda: (1,))
+    def bad(a: A.Global(A.bf16, "M K")):
+        sa = A.shared(A.bf16, (64, 64), swizzle=SWIZZLE_128B)
+        bar = A.mbarrier(1)
+        A.mbarrier_init(bar)
+        A.arrive_expect_tx(bar, A.transaction_bytes(sa))
+        A.tma_load(a.tile((64, 64), (0, 0)), sa, bar, l2="evict_normal")
+        A.wait(bar, phase=0)
+
+    with pytest.raises(ArgusError, match="l2='evict_normal' is not an L2 eviction priority") as info:
+        bad.specialize()
+    assert "test_emit.py" in str(info.value)  # the position of the load

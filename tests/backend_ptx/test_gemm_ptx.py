@@ -122,3 +122,23 @@ def test_no_group_in_flight_waits_for_each_k_block_without_a_barrier():
     assert "bar.sync" not in loop and "mbarrier.arrive.shared::cta.b64" in text[text.index("wgmma.fence"):]
     cubin = build_cubin(emit_ptx(kernel, "sm_90a"), kernel_hash(kernel))
     assert cubin.performance_issues == [], cubin.log
+
+
+@pytest.mark.parametrize("majors", [("k", "k"), ("m", "n")])
+def test_the_one_tile_row_pick_streams_b_through_l2_and_keeps_a(majors):
+    # L2="stream": every load of A evict-last (all blocks read it), of B evict-first (read once);
+    # the other picks give no priority
+    cfg = tuned_config(128, 14336, 4096)
+    assert cfg.L2 == "stream" and tuned_config(4096, 4096, 4096).L2 == "normal"
+    ptx = emit_ptx(gemm_kernel(a_major=majors[0], b_major=majors[1]).specialize(**cfg.consts(), SMS=132), "sm_90a").text
+    policy = {p: r for p, r in re.findall(r"createpolicy\.fractional\.L2::(evict_\w+)\.b64 (%rd\d+), 1\.0;", ptx)}
+    tmap = {int(i): reg for reg, i in re.findall(r"mov\.b64 (%rd\d+), p_tmap(\d);", ptx)}  # a, b, c in order
+    generic = {i: re.search(rf"cvta\.param\.u64 (%rd\d+), {reg};", ptx).group(1) for i, reg in tmap.items()}
+    loads = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\S*\.L2::cache_hint \[%r\d+\], \[(%rd\d+), "
+                       r"\{[^}]*\}\], \[%r\d+\], (%rd\d+);", ptx)
+    per_map = {m: {h for mm, h in loads if mm == m} for m, _ in loads}
+    assert len(loads) == (1 if majors[0] == "k" else 2) + (1 if majors[1] == "k" else cfg.BN // 64)
+    assert per_map == {generic[0]: {policy["evict_last"]}, generic[1]: {policy["evict_first"]}}
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster") == len(loads)  # every operand load hinted
+    plain = emit_ptx(gemm_kernel().specialize(**tuned_config(4096, 4096, 4096).consts(), SMS=132), "sm_90a").text
+    assert "createpolicy" not in plain and "cache_hint" not in plain

@@ -147,6 +147,19 @@ def test_deferred_epilogue_matches_numpy(shape, bn, sms):
     np.testing.assert_array_equal(out, numerics.round_to("bf16", numerics.mma(a, b.T, None, a_dtype="bf16")))
 
 
+def test_l2_priorities_leave_the_result_alone():
+    # L2="stream" only hints the cache: the one-tile-row pick computes the same C
+    m, n, k = 64, 200, 24
+    a, b = _operands(19, m, n, k)
+    kernel = gemm_kernel("bf16", "bf16").specialize(**{**tuned_config(m, n, k).consts(), "STAGES": 2}, SMS=2)
+    assert dict(kernel.consts)["L2"] == "stream"
+    out = Interpreter(kernel).run({"a": a, "b": b, "c": np.full((m, n), np.nan, np.float32)},
+                                  {"M": m, "N": n, "K": k})["c"]
+    np.testing.assert_array_equal(out, numerics.round_to("bf16", numerics.mma(a, b.T, None, a_dtype="bf16")))
+    with pytest.raises(GemmError, match="L2='evict_first' is not an L2 policy"):
+        gemm_kernel("bf16", "bf16").specialize(BN=128, SMS=1, L2="evict_first")
+
+
 def test_deferred_epilogue_needs_a_plain_epilogue_and_boxes_to_defer():
     with pytest.raises(GemmError, match="plain epilogue"):
         gemm_kernel("bf16", "bf16", bias=True, activation="relu").specialize(BN=256, SMS=1, EPILOGUE="deferred")
