@@ -845,10 +845,6 @@ class _Emitter:
             self.emit(f"selp.b32 {size}, {nbytes}, 0, {source};")
             self.emit(f"{prefix}cp.async.{cache}.shared.global [{d}], {g}, {nbytes}, {size};")
 
-    def l2_policy(self, priority: str) -> str:
-        """The register holding the cache policy of L2 eviction priority ``priority`` (made in the prologue)."""
-        return self.policies[priority]
-
     def tensor_copy(self, s: L.TensorCopy) -> None:
         self.require_sm90(s, "TMA")
         spec = self.lowered.tensor_maps[s.tensor_map]
@@ -859,7 +855,7 @@ class _Emitter:
         if s.load:
             assert s.mbarrier is not None
             bar = self.shared_address(*s.mbarrier)
-            hint, policy = ("", "") if s.l2 is None else (".L2::cache_hint", f", {self.l2_policy(s.l2)}")
+            hint, policy = ("", "") if s.l2 is None else (".L2::cache_hint", f", {self.policies[s.l2]}")
             if s.multicast is not None:
                 # the box lands at the same offset in every block of the mask, and completes
                 # bytes on the mbarrier at the same offset in each of them

@@ -486,7 +486,7 @@ _L2 = {"normal": (None, None), "stream": ("evict_last", "evict_first")}
 def _l2(how: str) -> tuple[str | None, str | None]:
     """The L2 eviction priorities of A's and B's TMA loads: ``"normal"`` (none given) or
     ``"stream"`` (A evict-last, B evict-first: B is read once, every block reads A — the case of
-    one tile row, ``M <= 128``, where it measured 5–8% faster on an H100, benchmarks/RESULTS.md).
+    one tile row, ``M <= 128``, where it measured 6–9% faster on an H100, benchmarks/RESULTS.md).
     A cache hint only: the copies, and the proofs, are the same."""
     if how not in _L2:
         raise GemmError(f"L2={how!r} is not an L2 policy of the GEMM", hint=f"use one of {tuple(_L2)}")
