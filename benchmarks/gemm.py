@@ -1387,6 +1387,59 @@ def k_scaling(compiled: dict, results: dict, key: str, ks: tuple[int, ...] = (10
           f"{torch_tflops:.1f} TFLOP/s", flush=True)
 
 
+def chain(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, int, int]], launches: int,
+          repeat: int) -> None:
+    """Back-to-back GEMMs, as in a model's forward pass: ``launches`` calls on rotating inputs with
+    no L2 flush and no event between them, timed as one and divided by ``launches``; median over
+    ``repeat`` rounds, keys and ``torch.matmul`` interleaved round by round.  What a dependent
+    launch (``PDL=True``) is for: each kernel's setup overlaps the end of the one before it."""
+    import statistics
+
+    import torch
+
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = json.loads((directory / "manifest.json").read_text())
+    compiled = {}
+    for key in keys:
+        compiled[key], gate = _compiled(directory, key, manifest[key], manifest[key]["sms"])
+        variant = manifest[key].get("variant", "main")
+        ok = _check(compiled[key], variant, ODD_SHAPES[3], seed=1)["ok"]
+        print(f"{key}: {gate}; dependent launch {compiled[key].ptx.dependent_launch}; check {ok}", flush=True)
+    variants = {key: manifest[key].get("variant", "main") for key in keys}
+    rows = []
+    for shape in shapes:
+        sets = {v: [_inputs(v, shape, seed=31 + r) for r in range(4)] for v in set(variants.values())}
+        torch_variant = variants[keys[0]]
+        calls = {key: (lambda a, c=compiled[key], v=variants[key]: _launch(c, v, a), sets[variants[key]])
+                 for key in keys}
+        calls["torch"] = (lambda a, v=torch_variant: _torch_gemm(v, a), sets[torch_variant])
+        for fn, inputs in calls.values():  # warm-up
+            for i in range(launches):
+                fn(inputs[i % 4])
+        torch.cuda.synchronize()
+        events: dict[str, list] = {name: [] for name in calls}
+        for _ in range(repeat):
+            for name, (fn, inputs) in calls.items():
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for i in range(launches):
+                    fn(inputs[i % 4])
+                end.record()
+                events[name].append((start, end))
+        torch.cuda.synchronize()
+        per_call = {name: statistics.median(s.elapsed_time(e) for s, e in pairs) / launches
+                    for name, pairs in events.items()}
+        flops = 2 * shape[0] * shape[1] * shape[2]
+        row = {"shape": "x".join(map(str, shape)), "launches": launches, "repeat": repeat,
+               **{f"{name}_ms": t for name, t in per_call.items()},
+               **{f"{key}_ratio": per_call["torch"] / per_call[key] for key in keys}}
+        rows.append(row)
+        print(f"chain {row['shape']} x{launches}: torch {per_call['torch']:.4f} ms "
+              f"({flops / per_call['torch'] / 1e9:.1f} TFLOP/s); "
+              + "; ".join(f"{key} {per_call[key]:.4f} ms ratio {row[key + '_ratio']:.3f}" for key in keys), flush=True)
+    (out / "chain.json").write_text(json.dumps(rows, indent=1) + "\n")
+
+
 def _k_fit(rows: list[dict], column: str) -> tuple[float, float]:
     """(fixed ms, main-loop TFLOP/s) of the line through the first and last K of 4096 x 4096 x K:
     the time is ``fixed + K · 2 · 4096² / rate``."""
@@ -1436,6 +1489,13 @@ def main() -> None:
     w.add_argument("--shapes", nargs="+", default=["4096x4096x4096", "8192x8192x8192"])
     w.add_argument("--repeat", type=int, default=20)
     w.add_argument("--flush-mb", type=int, default=None, help="L2 flush buffer size (default: the harness's)")
+    ch = sub.add_parser("chain", help="back-to-back GEMMs without flushes or events between them (dependent launches)")
+    ch.add_argument("directory", type=Path)
+    ch.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gemm_out")))
+    ch.add_argument("--keys", nargs="+", required=True)
+    ch.add_argument("--shapes", nargs="+", default=["4096x4096x4096"])
+    ch.add_argument("--launches", type=int, default=20)
+    ch.add_argument("--repeat", type=int, default=20)
     t = sub.add_parser("timeline", help="where a k-block's time goes: launch stamps diagnostics (ptx-variants "
                                         "--schedules stamps) and summarize their clock stamps")
     t.add_argument("directory", type=Path)
@@ -1444,7 +1504,10 @@ def main() -> None:
     t.add_argument("--shape", default="4096x4096x4096")
     t.add_argument("--launches", type=int, default=3)
     args = parser.parse_args()
-    if args.command == "timeline":
+    if args.command == "chain":
+        chain(args.directory, args.out, args.keys, [tuple(int(v) for v in s.split("x")) for s in args.shapes],
+              args.launches, args.repeat)
+    elif args.command == "timeline":
         timeline(args.directory, args.out, args.keys, tuple(int(v) for v in args.shape.split("x")), args.launches)
     elif args.command == "sweep":
         shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes]

@@ -127,6 +127,11 @@ class Program:
     kernel: N.Kernel
     sites: list[Site] = field(default_factory=list)
     unsupported: list[tuple[N.Op, str]] = field(default_factory=list)
+    #: the grid-dependency waits, placed but not listed among the sites: a wait touches no
+    #: memory and orders nothing inside the launch, and leaving it out keeps every other site's
+    #: index (and so its queries) what it is in the same kernel without the wait.  A wait's
+    #: ``index`` is that of the site after it.
+    grid_waits: list[Site] = field(default_factory=list)
 
 
 def common_loops(a: Site, b: Site) -> tuple[Loop, ...]:
@@ -179,6 +184,10 @@ class _Walker:
             site = Site(len(self.program.sites), op, subst, conditions, loops, block_epoch, unrolled, epoch, role)
         else:
             site = Site(len(self.program.sites), op, subst, conditions, loops, epoch, unrolled)
+        if isinstance(op, N.Fence) and op.fence.startswith("griddep."):
+            if op.fence == "griddep.wait":  # launch_dependents orders nothing: no site at all
+                self.program.grid_waits.append(site)
+            return
         self.program.sites.append(site)
 
     def region(self, region: N.Region, subst, conditions, loops, unrolled, epoch) -> Any:

@@ -30,6 +30,8 @@ property                VC (for a fresh thread ``tid`` of block ``bid``, element
 ``coverage``            per MMA and per read of its accumulator: each k of the reduction
                         reaches each accumulator element exactly once
                         (:mod:`~argus.abstract_interp.coverage`)
+``launch-order``        per global access of a kernel that waits on the grid dependency: the
+                        thread's wait precedes it (:mod:`~argus.abstract_interp.launch_order`)
 ``async`` ...           asynchronous copies, mbarriers, proxy fences, descriptors
                         (:mod:`~argus.abstract_interp.asynchrony`); warp roles, register
                         budgets, named barriers (:mod:`~argus.abstract_interp.roles`)
@@ -42,7 +44,15 @@ from typing import Any
 
 import sympy
 
-from argus.abstract_interp import alignment, asynchrony, banks, collectives, coverage, mma
+from argus.abstract_interp import (
+    alignment,
+    asynchrony,
+    banks,
+    collectives,
+    coverage,
+    launch_order,
+    mma,
+)
 from argus.abstract_interp import memory as M
 from argus.abstract_interp import tags as TG
 from argus.abstract_interp.analysis import (
@@ -62,7 +72,7 @@ from argus.smt import terms as T
 
 #: properties stated in modules of their own (``site`` makers like the ones below)
 EXTRA_PROPERTIES = (collectives.collective, asynchrony.properties, mma.k_agreement, alignment.alignment,
-                    banks.bank_conflicts, coverage.coverage)
+                    banks.bank_conflicts, coverage.coverage, launch_order.launch_order)
 
 
 def _roles(analysis: Analysis, inst: Instance, view: N.View | None = None, prefix: str = "") -> dict[str, Any]:

@@ -49,6 +49,7 @@ PROPERTIES = (
     "registers",       # setmaxnreg budgets fit the register file, agree within a warpgroup
     "wgmma",           # a wgmma accumulator is accessed only after the wait_group that retires it
     "coverage",        # each k of an MMA chain's reduction reaches each accumulator element exactly once
+    "launch-order",    # a dependent launch reads and writes global memory only after its grid-dependency wait
 )
 
 

@@ -917,6 +917,8 @@ class _Selector:
                 self.atomic(s)
             case L.FenceStmt(fence=fence) if fence in ("acq_rel", "cta", "block"):
                 self.emit("s_waitcnt", "vmcnt(0) lgkmcnt(0)", defs=())
+            case L.FenceStmt(fence=fence) if fence.startswith("griddep."):
+                pass  # gfx942 launches a kernel after the previous one in its queue completes
             case _:
                 raise self.error(s, f"{type(s).__name__} has no gfx942 lowering",
                                  hint="TMA, mbarriers, cp.async, wgmma and register budgets are NVIDIA-only")

@@ -82,6 +82,13 @@ class PtxKernel:
     threads: int
     lowered: L.LoweredKernel = field(repr=False, compare=False)
 
+    @property
+    def dependent_launch(self) -> bool:
+        """Launch with programmatic stream serialization: the kernel waits on the grid
+        dependency (``griddepcontrol.wait``) before it touches global memory, as the verifier
+        proves, so it may start while the previous kernel of the stream is running."""
+        return "griddepcontrol.wait;" in self.text
+
 
 # --------------------------------------------------------------------------- types
 
@@ -667,6 +674,12 @@ class _Emitter:
             case L.ClusterBarrierStmt():
                 self.emit("barrier.cluster.arrive.aligned;")
                 self.emit("barrier.cluster.wait.aligned;")
+            case L.FenceStmt(fence=fence) if fence.startswith("griddep."):
+                # programmatic dependent launch exists from sm_90 on; an sm_80 module is never
+                # launched as a dependent (the launcher keys on the instruction), so there the
+                # previous kernel has completed before the block starts and both are no-ops
+                if self.target == "sm_90a":
+                    self.emit("griddepcontrol.wait;" if fence == "griddep.wait" else "griddepcontrol.launch_dependents;")
             case L.FenceStmt(fence=fence):
                 text = {"proxy.async": "fence.proxy.async.shared::cta;",
                         "mbarrier_init": "fence.mbarrier_init.release.cluster;",

@@ -302,6 +302,17 @@ class Interpreter:
         cx, cy, cz = (int(c) for c in kernel.launch.cluster)
         self.cluster_shape = (cx, cy, cz)
         self.cluster_size = cx * cy * cz
+        self.dependent_launch = any(isinstance(op, N.Fence) and op.fence == "griddep.wait" for op in N.walk(kernel.body))
+        self._global_access: dict[int, str | None] = {}
+
+    def global_access(self, op: N.Op) -> str | None:
+        """How ``op`` touches global memory (``"reads"``, ``"writes"``, both), or ``None``."""
+        key = id(op)
+        if key not in self._global_access:
+            from argus.abstract_interp.launch_order import global_access
+
+            self._global_access[key] = global_access(op)
+        return self._global_access[key]
 
     def cluster_rank(self, block: tuple[int, ...]) -> int:
         """The cluster rank of ``block`` (x fastest, as ``%cluster_ctarank``)."""
@@ -468,6 +479,8 @@ class _BlockRun:
         for sym, value in zip(interp.kernel.block_ids, block):
             self.base_env[sym] = value
         self.base_env[N.CLUSTER_RANK] = rank
+        # a dependent launch (the kernel waits on the grid dependency): which threads have waited
+        self.waited = np.zeros(self.threads, bool) if interp.dependent_launch else None
 
     # ---------------------------------------------------------------- scheduling
 
@@ -498,6 +511,24 @@ class _BlockRun:
                 if getattr(self, "_current_lanes", None) is not None else None, position=op.loc, op=op.kind))
         return target
 
+    def _launch_order(self, op: N.Op, mask: np.ndarray, lanes: np.ndarray) -> None:
+        """A dependent launch: record the threads' grid-dependency waits, and fail on a global
+        access by a thread that has not waited (the launch-order property)."""
+        if isinstance(op, N.Fence):
+            if op.fence == "griddep.wait":
+                self.waited[lanes[mask]] = True
+            return
+        what = self.interp.global_access(op)
+        if what is None:
+            return
+        early = mask & ~self.waited[lanes]
+        if early.any():
+            thread = int(lanes[early][0])
+            raise InterpreterError(Violation(
+                "launch-order", f"{op.kind} {what} global memory before thread {thread}'s grid_dependency_wait(): "
+                "in a dependent launch the previous kernel may still be running", block=self.block, thread=thread,
+                position=op.loc, op=op.kind))
+
     def rank_of(self, view: N.View, op: N.Op, env: dict, mask: np.ndarray, lanes: np.ndarray) -> _BlockRun:
         """The block whose memory ``view`` addresses for the active lanes (``view.rank``: a peer)."""
         if view.rank is None:
@@ -527,6 +558,8 @@ class _BlockRun:
             mask = mask & np.broadcast_to(np.asarray(self._eval(op.elected, env), bool), lanes.shape)
             if not mask.any():
                 return
+        if self.waited is not None:
+            self._launch_order(op, mask, lanes)
         match op:
             case N.Alloc(buffer=buffer):
                 self._alloc(buffer)

@@ -108,6 +108,7 @@ class GemmConfig:
     RELEASE: str = "warpgroups"
     EPILOGUE: str = "auto"
     L2: str = "normal"
+    PDL: bool = False
 
     def consts(self) -> dict[str, Any]:
         out: dict[str, Any] = {"BN": self.BN, "BK": self.BK, "STAGES": self.STAGES, "GROUP_M": self.GROUP_M,
@@ -120,6 +121,8 @@ class GemmConfig:
             out["EPILOGUE"] = self.EPILOGUE
         if self.L2 != "normal":
             out["L2"] = self.L2
+        if self.PDL:
+            out["PDL"] = True
         return out
 
     def shared_bytes(self, itemsize: int = 2, tma_epilogue: bool = True) -> int:
@@ -246,18 +249,18 @@ def gemm_kernel(in_dtype: str = "bf16", out_dtype: str = "bf16", bias: bool = Fa
         def gemm(a: A.Global(tin, a_dims), b: A.Global(tin, b_dims), c: A.Global(tout, "M N"),
                  bias: A.Global(A.f32, "N"), BN: A.const = 256, BK: A.const = 64, STAGES: A.const = 4,
                  GROUP_M: A.const = 8, SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto",
-                 CLUSTER: A.const = 1, INFLIGHT: A.const = 1, L2: A.const = "normal"):
+                 CLUSTER: A.const = 1, INFLIGHT: A.const = 1, L2: A.const = "normal", PDL: A.const = False):
             _traced_body()(a, b, c, bias, BN, BK, STAGES, GROUP_M, SMS, RELEASE, _epilogue(EPILOGUE, tout, BN), in_dtype, tout,
                            activation, _cluster(CLUSTER, SMS, GROUP_M), majors=majors,
-                           inflight=_inflight(INFLIGHT, RELEASE), l2=_l2(L2))
+                           inflight=_inflight(INFLIGHT, RELEASE), l2=_l2(L2), pdl=_pdl(PDL))
     else:
         def gemm(a: A.Global(tin, a_dims), b: A.Global(tin, b_dims), c: A.Global(tout, "M N"),
                  BN: A.const = 256, BK: A.const = 64, STAGES: A.const = 4, GROUP_M: A.const = 8,
                  SMS: A.const = 132, RELEASE: A.const = "warpgroups", EPILOGUE: A.const = "auto", CLUSTER: A.const = 1,
-                 INFLIGHT: A.const = 1, L2: A.const = "normal"):
+                 INFLIGHT: A.const = 1, L2: A.const = "normal", PDL: A.const = False):
             _traced_body()(a, b, c, None, BN, BK, STAGES, GROUP_M, SMS, RELEASE, _epilogue(EPILOGUE, tout, BN), in_dtype, tout,
                            activation, _cluster(CLUSTER, SMS, GROUP_M), majors=majors,
-                           inflight=_inflight(INFLIGHT, RELEASE), l2=_l2(L2))
+                           inflight=_inflight(INFLIGHT, RELEASE), l2=_l2(L2), pdl=_pdl(PDL))
     gemm.__name__ = gemm.__qualname__ = name
     return A.kernel(threads=384, grid=grid, cluster=lambda CLUSTER: (CLUSTER, 1, 1), assume=assume)(gemm)
 
@@ -278,7 +281,7 @@ def kernel_named(name: str) -> A.Kernel:
 
 
 def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE, in_dtype, tout, activation, CLUSTER,
-               majors=("k", "k"), inflight=1, l2=(None, None)):
+               majors=("k", "k"), inflight=1, l2=(None, None), pdl=False):
     """The kernel body shared by every variant (traced inside the variant's kernel)."""
     swizzle = SwizzleMode.B128.element_swizzle(2)
     tin = _DTYPES[in_dtype]
@@ -326,6 +329,8 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
     else:
         A.mbarrier_init(full, empty, sync=False)
         A.cluster_barrier()  # both blocks' mbarriers exist before a peer's multicast or remote arrive
+    if pdl:  # a dependent launch: the setup above overlaps the previous kernel's end
+        A.grid_dependency_wait()
     remote = A.mapa(empty, peer) if CLUSTER > 1 else None
     with A.warp_role("producer", warps=range(0, 4), registers=40):
         for i in A.range(mine):
@@ -354,6 +359,8 @@ def _gemm_body(a, b, c, bias_t, BN, BK, STAGES, GROUP_M, SMS, RELEASE, EPILOGUE,
                     half = BN // 2
                     A.tma_load(b.tile((half, BK), (2 * tn + rank, kt)), sb[s].tile((half, BK), (rank, 0)), full[s],
                                multicast=0b11, l2=lb)
+        if pdl:  # every load is issued: the next kernel may start its setup on SMs this one frees
+            A.launch_dependents()
     with A.warp_role("consumer", warps=range(4, 12), registers=232):
         wg = A.warpgroup_id() - 1  # this consumer's 64 rows of the block tile
         if late:  # the previous tile's converted accumulator, whose last boxes are still to be stored
@@ -481,6 +488,16 @@ def _tile(i: Any, *, pid: Any, tiles_m: Any, tiles_n: Any, group_m: int, sms: in
 
 
 _L2 = {"normal": (None, None), "stream": ("evict_last", "evict_first")}
+
+
+def _pdl(pdl: Any) -> bool:
+    """Programmatic dependent launch: every thread waits on the grid dependency once its
+    mbarriers are set up and before any global access (the ``launch-order`` property), and the
+    producer lets the next kernel launch once it has issued its last loads.  The kernel then
+    starts while the previous kernel of the stream finishes."""
+    if pdl not in (True, False):
+        raise GemmError(f"PDL={pdl!r} is not a bool", hint="use PDL=True (a dependent launch) or False")
+    return bool(pdl)
 
 
 def _l2(how: str) -> tuple[str | None, str | None]:

@@ -57,6 +57,7 @@ INTERPRETER_KINDS: dict[str, frozenset[str]] = {
     "wgmma": frozenset({"async"}),
     "coverage": frozenset({"coverage"}),
     "cluster": frozenset({"cluster"}),
+    "launch-order": frozenset({"launch-order"}),
 }
 
 #: replay refuses launches whose tensors hold more elements than this

@@ -12,6 +12,7 @@ torch and cuda-bindings are imported on first use; without them the error says w
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -359,21 +360,37 @@ class CompiledKernel:
         stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
         threads = self.kernel.launch.threads
         cluster = self.kernel.launch.cluster
+        attrs = []
         if any(c > 1 for c in cluster):
+            attr = driver.CUlaunchAttribute()
+            attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+            attrs.append(attr)
+        if self.ptx.dependent_launch and _dependent_launches():
+            # the kernel waits on the grid dependency before any global access (proved), so it
+            # may start while the previous kernel of the stream finishes
+            attr = driver.CUlaunchAttribute()
+            attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            attr.value.programmaticStreamSerializationAllowed = 1
+            attrs.append(attr)
+        if attrs:
             config = driver.CUlaunchConfig()
             config.gridDimX, config.gridDimY, config.gridDimZ = grid
             config.blockDimX, config.blockDimY, config.blockDimZ = threads, 1, 1
             config.sharedMemBytes = self.ptx.dynamic_shared_bytes
             config.hStream = stream
-            attr = driver.CUlaunchAttribute()
-            attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
-            config.attrs = [attr]
-            config.numAttrs = 1
+            config.attrs = attrs
+            config.numAttrs = len(attrs)
             _check(driver.cuLaunchKernelEx(config, fn, ctypes.addressof(pointers), 0), "cuLaunchKernelEx")
         else:
             _check(driver.cuLaunchKernel(fn, *grid, threads, 1, 1, self.ptx.dynamic_shared_bytes, stream,
                                          ctypes.addressof(pointers), 0), "cuLaunchKernel")
+
+
+def _dependent_launches() -> bool:
+    """Programmatic dependent launch is on unless ``ARGUS_DEPENDENT_LAUNCH=0`` (a kernel that waits
+    on the grid dependency then runs fully serialized, as any other: for comparisons and triage)."""
+    return os.environ.get("ARGUS_DEPENDENT_LAUNCH", "1") != "0"
 
 
 _LAUNCH_CACHE = 8

@@ -56,6 +56,8 @@ from argus.spec.async_ops import (
     cp_async_wait,
     expect_tx,
     fence_proxy_async,
+    grid_dependency_wait,
+    launch_dependents,
     mapa,
     mbarrier,
     mbarrier_init,
@@ -193,7 +195,7 @@ __all__ += [
 ]
 __all__ += [
     "AsyncGroup", "Mbarrier", "Stage", "arrive", "arrive_expect_tx", "cluster_barrier", "cp_async",
-    "cp_async_commit", "cp_async_wait", "expect_tx", "fence_proxy_async", "mapa", "mbarrier", "mbarrier_init",
-    "named_barrier", "tma_load", "tma_store", "tma_store_commit", "tma_store_wait", "transaction_bytes",
+    "cp_async_commit", "cp_async_wait", "expect_tx", "fence_proxy_async", "grid_dependency_wait",
+    "launch_dependents", "mapa", "mbarrier", "mbarrier_init", "named_barrier", "tma_load", "tma_store", "tma_store_commit", "tma_store_wait", "transaction_bytes",
     "wait", "warp_role", "wgmma_commit", "wgmma_fence", "wgmma_wait",
 ]

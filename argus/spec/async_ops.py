@@ -25,6 +25,9 @@ call                                      executed by             completes / is
 ``named_barrier(id, participants)``       ``participants``        —
 ``cluster_barrier()``                     every thread of the     —
                                           cluster
+``grid_dependency_wait()``                every thread that       the previous kernel in the
+                                          touches global memory   stream (programmatic launch)
+``launch_dependents()``                   any thread              — (a scheduling hint)
 ``mapa(smem | bar, rank)``                (addressing)            —
 ``tma_load(..., multicast=mask)``         one elected thread      bytes on each receiver's ``bar``
 ``warp_role(name, warps=, registers=)``   the named warps         (a traced region)
@@ -48,6 +51,14 @@ same address, so every receiver's ``expect_tx`` must count them.  A peer's mbarr
 only after its initialization is ordered before the use by a :func:`cluster_barrier`, and a block
 may exit only when every peer access to its shared memory is ordered before the exit (a final
 ``cluster_barrier()``).
+
+Programmatic dependent launch (sm_90): a kernel that calls :func:`grid_dependency_wait` is
+launched so that it may start while the kernel before it in the stream is still running; the
+wait returns once that kernel has completed and its writes are visible.  Everything before the
+wait (barrier setup, register budgets, tensor-map prefetches) overlaps the previous kernel, so
+no thread may read or write global memory before its own wait (the ``launch-order`` property).
+:func:`launch_dependents` lets the next kernel start early; it orders nothing, since the next
+kernel's own wait still waits for this one to complete.
 """
 
 from __future__ import annotations
@@ -72,8 +83,8 @@ from argus.spec.tensor import Tensor, as_index
 
 __all__ = [
     "AsyncGroup", "Mbarrier", "Stage", "arrive", "arrive_expect_tx", "cluster_barrier", "cp_async",
-    "cp_async_commit", "cp_async_wait", "expect_tx", "fence_proxy_async", "mapa", "mbarrier", "mbarrier_init",
-    "named_barrier", "tma_load", "tma_store", "tma_store_commit", "tma_store_wait", "transaction_bytes",
+    "cp_async_commit", "cp_async_wait", "expect_tx", "fence_proxy_async", "grid_dependency_wait",
+    "launch_dependents", "mapa", "mbarrier", "mbarrier_init", "named_barrier", "tma_load", "tma_store", "tma_store_commit", "tma_store_wait", "transaction_bytes",
     "wait", "warp_role", "wgmma_commit", "wgmma_fence", "wgmma_wait",
 ]
 
@@ -570,6 +581,25 @@ def named_barrier(barrier_id: int, participants: int) -> None:
         raise B.error(f"named_barrier: {participants!r} participants: must be a positive multiple of 32, at most "
                       f"the block's {builder.threads} threads")
     _emit(N.Barrier(id=barrier_id, participants=participants, loc=_position(), scope=N.Scope.BLOCK))
+
+
+def grid_dependency_wait() -> None:
+    """``griddepcontrol.wait``: this thread waits until the kernels this launch depends on (the
+    previous kernel of the stream) have completed and their memory operations are visible.
+
+    A kernel that calls it is launched with programmatic stream serialization, so it may start
+    before the previous kernel ends: every thread must call it before its first access of global
+    memory (the verifier proves that each global access is preceded by the thread's wait on every
+    path).  Without a dependent launch (older GPUs, gfx942) it is a no-op."""
+    _emit(N.Fence(fence="griddep.wait", loc=_position(), scope=N.Scope.THREAD))
+
+
+def launch_dependents() -> None:
+    """``griddepcontrol.launch_dependents``: once every block has called it (or exited), the next
+    kernel of the stream, if launched as a dependent, may start its blocks.  A hint only: it
+    orders no memory, since that kernel's :func:`grid_dependency_wait` waits for this one to
+    complete."""
+    _emit(N.Fence(fence="griddep.launch", loc=_position(), scope=N.Scope.THREAD))
 
 
 def cluster_barrier() -> None:

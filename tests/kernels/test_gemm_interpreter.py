@@ -217,3 +217,16 @@ def test_inflight_configuration_errors_have_hints():
         gemm_kernel().specialize(BN=64, SMS=1, INFLIGHT=0)
     with pytest.raises(GemmError, match="use 1"):
         gemm_kernel().specialize(BN=64, SMS=1, INFLIGHT=2, RELEASE="threads")
+
+
+def test_a_dependent_launch_computes_the_same_c_and_waits_in_every_thread():
+    # PDL=True: every thread waits on the grid dependency before its first global access (the
+    # interpreter checks the order as it runs); the result is the plain kernel's
+    m, n, k = 72, 136, 40
+    a, b = _operands(23, m, n, k)
+    kernel = gemm_kernel("bf16", "bf16").specialize(BN=128, STAGES=2, SMS=2, PDL=True)
+    out = Interpreter(kernel).run({"a": a, "b": b, "c": np.full((m, n), np.nan, np.float32)},
+                                  {"M": m, "N": n, "K": k})["c"]
+    np.testing.assert_array_equal(out, numerics.round_to("bf16", numerics.mma(a, b.T, None, a_dtype="bf16")))
+    with pytest.raises(GemmError, match="PDL='yes' is not a bool"):
+        gemm_kernel("bf16", "bf16").specialize(BN=128, SMS=1, PDL="yes")
