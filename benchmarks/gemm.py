@@ -28,7 +28,10 @@ backend, not a user path.  Then, in one process:
 4. the operand layouts (variants ``b_n``, ``a_m``, ``a_m_b_n``: B stored K x N, A stored K x M)
    against ``torch.matmul`` on the same stored operands (``torch.matmul(a, b)`` for ``b_n``);
 5. the fp16, bias + ReLU and fp32-C variants against torch's matmul with the same epilogue and
-   output type, each at the faster of its 4096³ pick on 132 and on 128 persistent blocks.
+   output type, each at the faster of its 4096³ pick on 132 and on 128 persistent blocks;
+6. dependent launches: at 4096³, 2048³ and 128 x 14336 x 4096, the pick against its ``PDL=True``
+   twin (``<key>_pdl``, launched with programmatic stream serialization) and torch, behind the
+   L2 flush as in step 3 and back to back (``chain``: 20 calls timed as one).
 
 Results go to ``OUT/gemm.json`` (written after every step) and a table on stdout.
 
@@ -110,6 +113,10 @@ def _specializations() -> list[tuple[str, str, dict]]:
     # multiples of 128), each block the same number of tiles, each wave whole GROUP_M groups' columns
     out.append(("main_c1_sms128", "main", {**CANDIDATES[1].consts(), "SMS": 128}))
     out.append(("main_c3_sms128", "main", {**CANDIDATES[3].consts(), "SMS": 128}))  # the same, C's last boxes deferred
+    # dependent launches (PDL=True) of the picks: the setup overlaps the previous kernel (step 6 of `run`)
+    for key, consts in (("main_c1_sms128", {**CANDIDATES[1].consts(), "SMS": 128}),
+                        ("main_c3_sms128", {**CANDIDATES[3].consts(), "SMS": 128}), ("main_c4", CANDIDATES[4].consts())):
+        out.append((f"{key}_pdl", "main", {**consts, "PDL": True}))
     # the same grid for the 4096³ pick of the other types and epilogues (step 5 of `run` tunes the two)
     for variant in TIMED_VARIANTS:
         out.append((f"{variant}_tuned_sms128", variant, {**tuned_config(4096, 4096, 4096).consts(), "SMS": 128}))
@@ -1079,6 +1086,8 @@ def run(directory: Path, out: Path, repeat: int, tune_repeat: int, skip_tune: bo
     save()
     variants(compiled, results, good, repeat, tune_repeat)
     save()
+    dependent(compiled, results, good, repeat)
+    save()
 
 
 def _versus(shape: tuple[int, int, int], timings: dict) -> dict:
@@ -1387,16 +1396,37 @@ def k_scaling(compiled: dict, results: dict, key: str, ks: tuple[int, ...] = (10
           f"{torch_tflops:.1f} TFLOP/s", flush=True)
 
 
+def _chain_times(calls: dict, launches: int, repeat: int) -> dict[str, float]:
+    """Per-call milliseconds of ``launches`` back-to-back calls of each ``fn`` on its rotating
+    ``inputs`` (``calls``: name -> (fn, inputs)), no flush and no event between them; median over
+    ``repeat`` rounds, the names interleaved round by round."""
+    import statistics
+
+    import torch
+
+    for fn, inputs in calls.values():  # warm-up
+        for i in range(launches):
+            fn(inputs[i % len(inputs)])
+    torch.cuda.synchronize()
+    events: dict[str, list] = {name: [] for name in calls}
+    for _ in range(repeat):
+        for name, (fn, inputs) in calls.items():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for i in range(launches):
+                fn(inputs[i % len(inputs)])
+            end.record()
+            events[name].append((start, end))
+    torch.cuda.synchronize()
+    return {name: statistics.median(s.elapsed_time(e) for s, e in pairs) / launches for name, pairs in events.items()}
+
+
 def chain(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, int, int]], launches: int,
           repeat: int) -> None:
     """Back-to-back GEMMs, as in a model's forward pass: ``launches`` calls on rotating inputs with
     no L2 flush and no event between them, timed as one and divided by ``launches``; median over
     ``repeat`` rounds, keys and ``torch.matmul`` interleaved round by round.  What a dependent
     launch (``PDL=True``) is for: each kernel's setup overlaps the end of the one before it."""
-    import statistics
-
-    import torch
-
     out.mkdir(parents=True, exist_ok=True)
     manifest = json.loads((directory / "manifest.json").read_text())
     compiled = {}
@@ -1413,22 +1443,7 @@ def chain(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, i
         calls = {key: (lambda a, c=compiled[key], v=variants[key]: _launch(c, v, a), sets[variants[key]])
                  for key in keys}
         calls["torch"] = (lambda a, v=torch_variant: _torch_gemm(v, a), sets[torch_variant])
-        for fn, inputs in calls.values():  # warm-up
-            for i in range(launches):
-                fn(inputs[i % 4])
-        torch.cuda.synchronize()
-        events: dict[str, list] = {name: [] for name in calls}
-        for _ in range(repeat):
-            for name, (fn, inputs) in calls.items():
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                for i in range(launches):
-                    fn(inputs[i % 4])
-                end.record()
-                events[name].append((start, end))
-        torch.cuda.synchronize()
-        per_call = {name: statistics.median(s.elapsed_time(e) for s, e in pairs) / launches
-                    for name, pairs in events.items()}
+        per_call = _chain_times(calls, launches, repeat)
         flops = 2 * shape[0] * shape[1] * shape[2]
         row = {"shape": "x".join(map(str, shape)), "launches": launches, "repeat": repeat,
                **{f"{name}_ms": t for name, t in per_call.items()},
@@ -1438,6 +1453,39 @@ def chain(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, i
               f"({flops / per_call['torch'] / 1e9:.1f} TFLOP/s); "
               + "; ".join(f"{key} {per_call[key]:.4f} ms ratio {row[key + '_ratio']:.3f}" for key in keys), flush=True)
     (out / "chain.json").write_text(json.dumps(rows, indent=1) + "\n")
+
+
+def dependent(compiled: dict, results: dict, good: set, repeat: int) -> None:
+    """Step 6 of ``run``: each pick against its dependent-launch twin (``<key>_pdl``, ``PDL=True``)
+    and ``torch.matmul``, at the shapes the pick was tuned at: behind the L2 flush as in step 3
+    (an event between the flush and the GEMM), and back to back (20 calls timed as one, no flush,
+    no event between them: :func:`_chain_times`)."""
+    import torch
+
+    from argus.runtime.timing import benchmark
+
+    rows = []
+    for shape in ((4096, 4096, 4096), (2048, 2048, 2048), (128, 14336, 4096)):
+        best = results["autotune"].get(str(shape), {}).get("best")
+        twin = f"{best}_pdl"
+        if best is None or twin not in good or not results["gate"].get(twin, "").startswith("proved"):
+            continue
+        sets = [_inputs("main", shape, seed=41 + r) for r in range(4)]
+        fns = {best: lambda a, k=best: _launch(compiled[k], "main", a),
+               twin: lambda a, k=twin: _launch(compiled[k], "main", a),
+               "torch": lambda a: torch.matmul(a["a"], a["b"].t())}
+        flushed = benchmark(fns, lambda r, sets=sets: (sets[r],), rotations=4, warmup=3, repeat=repeat)
+        chained = _chain_times({name: (fn, sets) for name, fn in fns.items()}, 20, max(repeat // 2, 10))
+        row = {"shape": list(shape), "key": best, "twin": twin,
+               "flushed_ms": {k: t.median for k, t in flushed.items()}, "chained_ms": chained}
+        rows.append(row)
+        print(f"dependent {'x'.join(map(str, shape)):18s} flushed: {best} {flushed['torch'].median / flushed[best].median:.3f} "
+              f"{twin} {flushed['torch'].median / flushed[twin].median:.3f}; back to back: "
+              f"{best} {chained['torch'] / chained[best]:.3f} {twin} {chained['torch'] / chained[twin]:.3f} "
+              f"(ratios torch / argus)", flush=True)
+        sets = []
+        torch.cuda.empty_cache()
+    results["dependent"] = rows
 
 
 def _k_fit(rows: list[dict], column: str) -> tuple[float, float]:
