@@ -152,3 +152,29 @@ def test_the_wait_leaves_every_other_query_as_it_was():
     wait = N.Fence(fence="griddep.wait", loc=plain.body.ops[0].loc, scope=N.Scope.THREAD)
     waiting = dataclasses.replace(plain, body=N.Region((wait, *plain.body.ops)))
     assert queries(plain) and queries(waiting) == queries(plain)
+
+
+@pytest.mark.gpu
+def test_a_dependent_launch_reads_what_the_kernel_before_it_wrote(tmp_path, monkeypatch):
+    """Launched with programmatic stream serialization right behind a torch kernel that writes
+    its input: the wait orders the reads after that write, launch after launch."""
+    import torch
+
+    import argus
+
+    pytest.importorskip("z3", reason="the gate proves the kernel here: it needs a solver")
+    monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path))
+    kernel = argus.compile(scaled, TRIGGER=True)
+    assert kernel.ptx.dependent_launch
+    n = 1 << 20
+    x = torch.empty(n, device="cuda")
+    for step in range(20):
+        ys = []
+        for i in range(4):
+            x.fill_(float(step * 4 + i))  # the kernel right before each dependent launch writes x
+            y = torch.empty(n, device="cuda")
+            kernel(x, y, n)
+            ys.append(y)
+        torch.cuda.synchronize()
+        for i, y in enumerate(ys):
+            assert torch.equal(y, torch.full_like(y, 2.0 * (step * 4 + i)))
