@@ -12,15 +12,15 @@ property             VC (only for kernels with a ``grid_dependency_wait``)
 ===================  =====================================================================
 ``launch-order``     per op that reads or writes global memory (ordinary accesses, TMA
                      loads and stores, atomics): ``path(op) → ⋁ path(w)`` over the waits
-                     ``w`` that precede the op in every thread's program order — waits
-                     earlier in the program and inside no loop the op is not inside (an
-                     enclosing symbolic loop shared with the op is taken at the op's
-                     iteration)
+                     ``w`` earlier in the program (an enclosing symbolic loop shared with
+                     the op taken at the op's iteration; a loop of the wait's own at its
+                     first iteration)
 ===================  =====================================================================
 
-A wait inside a loop that the access is not inside is not counted (it may run zero times): such
-a VC is an over-approximation, and a model of it is a violation only when the reference
-interpreter reproduces it, else the verdict is ``unknown``.  A wait whose path is true at the
+A wait inside a loop that the access is not inside counts through the loop's first iteration:
+its path there, the loop's range included (the loop runs at least once).  That is sufficient, not
+necessary, so such a VC is marked as an approximation: a model of it is a violation only when
+the reference interpreter reproduces it, else the verdict is ``unknown``.  A wait whose path is true at the
 top level discharges every later access structurally (the
 usual form: all threads wait once at entry).  ``launch_dependents()`` orders nothing and has no
 VC.  Kernels without a wait are launched fully serialized and have no launch-order VCs.
@@ -58,10 +58,17 @@ def global_access(op: N.Op) -> str | None:
     return " and ".join(k + "s" for k in kinds)
 
 
-def _precedes(wait: Site, site: Site) -> bool:
-    """Every instance of ``site`` comes after the instance of ``wait`` of the same thread and the
-    same iterations of the loops they share, when that instance's path holds."""
-    return wait.index <= site.index and tuple(wait.loops) == tuple(site.loops[: len(wait.loops)])
+def _in_own_loops(wait: Site, site: Site) -> tuple | None:
+    """The symbolic loops around ``wait`` that ``site`` is not inside (``()``: none; ``None``:
+    the wait does not come before the site in the program).  The wait precedes every instance
+    of the site of the same thread and the same iterations of the loops they share; its own
+    loops end before the site."""
+    if wait.index > site.index:
+        return None
+    shared = 0
+    while shared < min(len(wait.loops), len(site.loops)) and wait.loops[shared] is site.loops[shared]:
+        shared += 1
+    return tuple(wait.loops[shared:])
 
 
 def launch_order(b: Any, site: Site) -> None:
@@ -73,21 +80,25 @@ def launch_order(b: Any, site: Site) -> None:
     what = global_access(site.op)
     if what is None:
         return
-    before = [w for w in waits if _precedes(w, site)]
+    before = [(w, own) for w in waits if (own := _in_own_loops(w, site)) is not None]
     message = f"{site.op.kind} {what} global memory only after the thread's grid_dependency_wait()"
     inst, hyps = a.fresh(site)
     roles = {"thread": inst.values[a.tid], "block": tuple(inst.values[s] for s in a.block_ids),
              "iteration": {lp.var.name: inst.values[lp.var] for lp in site.loops}}
-    for w in before:
-        if sympy.sympify(issue_path(w)) is sympy.true:
+    for w, own in before:
+        if not own and sympy.sympify(issue_path(w)) is sympy.true:
             b.add(PROPERTY, site, hyps, T.TRUE, message, roles,
                   structural=f"every thread waits at {w.op.loc} before it")
             return
     hyps.append(a.value(inst, issue_path(site)))
-    goal = T.or_(*(a.value(inst, issue_path(w)) for w in before)) if before else T.FALSE
-    # a wait in a loop the access is not inside may or may not have run: not counted, so a
-    # model is a violation only if the interpreter reproduces it
-    uncounted = [w for w in waits if w.index <= site.index and not _precedes(w, site)]
-    approximations = tuple(f"the wait at {w.op.loc} inside a loop is not counted" for w in uncounted)
+    # a wait inside loops of its own counts through their first iteration: its path there (the
+    # loops' range conditions included: the loop runs at least once) — a sufficient condition,
+    # so such a VC is an approximation and a model of it a violation only if the interpreter
+    # reproduces it
+    options = [a.value(inst, sympy.sympify(issue_path(w)).xreplace({lp.var: lp.start for lp in own}))
+               for w, own in before]
+    goal = T.or_(*options) if options else T.FALSE
+    approximations = tuple(f"the wait at {w.op.loc} is counted through the first iteration of its loop"
+                           for w, own in before if own)
     b.add(PROPERTY, site, hyps, goal, message + ("" if before else " (no wait precedes it)"), roles,
           deps=(frozenset(), approximations))

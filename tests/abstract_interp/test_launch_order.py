@@ -18,7 +18,8 @@ def scaled(x: A.Global(A.f32, "n"), y: A.Global(A.f32, "n"), n: A.Index, WAIT: A
            TRIGGER: A.const = False):
     """y = 2x for a kernel launched as a dependent.  WAIT: "first" (every thread, at entry),
     "late" (after the load), "half" (threads 0..63 only), "guarded" (under the same condition as
-    the accesses, which are then under it too), "loop" (inside a loop before the accesses)."""
+    the accesses, which are then under it too), "loop" (inside a loop before the accesses, which
+    runs at least once), "maybe_never" (inside a loop that runs no iteration at n = 1)."""
     i = A.block_id(0) * 128 + A.thread_id()
     if WAIT == "first":
         A.grid_dependency_wait()
@@ -27,6 +28,9 @@ def scaled(x: A.Global(A.f32, "n"), y: A.Global(A.f32, "n"), n: A.Index, WAIT: A
             A.grid_dependency_wait()
     if WAIT == "loop":
         for _ in A.range(n):
+            A.grid_dependency_wait()
+    if WAIT == "maybe_never":
+        for _ in A.range(n - 1):
             A.grid_dependency_wait()
     if WAIT == "guarded":
         if i < n:
@@ -87,11 +91,15 @@ def test_a_global_access_before_the_threads_wait_is_refuted_and_replayed(wait, t
         assert {c.position.line for c in cxs} == {load}
 
 
-def test_a_wait_inside_a_loop_is_not_counted_and_the_verdict_is_unknown_not_refuted():
-    report = verify_kernel(scaled.specialize(WAIT="loop"))  # n >= 1: the loop runs, but not provably here
-    assert report.verdict == "unknown", report.human()
-    unknown = [r for r in report.results if r.vc.property == "launch-order"]
-    assert unknown and all(r.verdict == "unknown" and "inside a loop is not counted" in r.reason for r in unknown)
+def test_a_wait_inside_a_loop_counts_through_its_first_iteration():
+    vcs = _order_vcs(scaled.specialize(WAIT="loop"))
+    assert vcs and all("first iteration" in note for vc in vcs for note in vc.approximations)
+    report = verify_kernel(scaled.specialize(WAIT="loop"))  # n >= 1: the loop runs
+    assert report.verdict == "proved", report.human()
+    report = verify_kernel(scaled.specialize(WAIT="maybe_never"))  # at n = 1 it does not
+    assert report.verdict == "refuted", report.human()
+    cx = next(cx for cx in report.counterexamples if cx.property == "launch-order")
+    assert cx.sizes["n"] == 1 and cx.replay.status == "reproduced", cx.human()
 
 
 def test_the_interpreter_stops_at_the_first_early_access():
