@@ -186,3 +186,16 @@ def test_a_dependent_launch_reads_what_the_kernel_before_it_wrote(tmp_path, monk
         torch.cuda.synchronize()
         for i, y in enumerate(ys):
             assert torch.equal(y, torch.full_like(y, 2.0 * (step * 4 + i)))
+
+
+def test_argus_verify_refutes_the_shipped_early_read(capsys):
+    from pathlib import Path
+
+    from argus.cli import main
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "buggy" / "dependent_early_read.py"
+    assert main(["verify", str(path), "--solver", "z3"]) == 1
+    out = capsys.readouterr().out
+    assert "dependent_early_read: refuted" in out and "launch-order" in out and "reproduced" in out
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "planted bug" in text)
+    assert f"dependent_early_read.py:{line}" in out
