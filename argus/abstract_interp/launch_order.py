@@ -18,10 +18,12 @@ property             VC (only for kernels with a ``grid_dependency_wait``)
 ===================  =====================================================================
 
 A wait inside a loop that the access is not inside counts through the loop's first iteration:
-its path there, the loop's range included (the loop runs at least once).  That is sufficient, not
-necessary, so such a VC is marked as an approximation: a model of it is a violation only when
-the reference interpreter reproduces it, else the verdict is ``unknown``.  A wait whose path is true at the
-top level discharges every later access structurally (the
+its path there, the loop's range included (the loop runs at least once).  A wait after the
+access inside a loop around both is not counted for the loop's later iterations.  Both are
+sufficient, not necessary, so such a VC is marked as an approximation: a model of it is a
+violation only when the reference interpreter reproduces it, else the verdict is ``unknown``.
+
+A wait whose path is true at the top level discharges every later access structurally (the
 usual form: all threads wait once at entry).  ``launch_dependents()`` orders nothing and has no
 VC.  Kernels without a wait are launched fully serialized and have no launch-order VCs.
 """
@@ -39,10 +41,6 @@ from argus.ir import nodes as N
 from argus.smt import terms as T
 
 PROPERTY = "launch-order"
-
-
-def _waits(a: Any) -> list[Site]:
-    return a.program.grid_waits
 
 
 def global_access(op: N.Op) -> str | None:
@@ -74,7 +72,7 @@ def _in_own_loops(wait: Site, site: Site) -> tuple | None:
 def launch_order(b: Any, site: Site) -> None:
     """The launch-order VC of one site (a site maker of :mod:`~argus.abstract_interp.properties`)."""
     a = b.analysis
-    waits = _waits(a)
+    waits = a.program.grid_waits
     if not waits:
         return
     what = global_access(site.op)
@@ -100,5 +98,8 @@ def launch_order(b: Any, site: Site) -> None:
     goal = T.or_(*options) if options else T.FALSE
     approximations = tuple(f"the wait at {w.op.loc} is counted through the first iteration of its loop"
                            for w, own in before if own)
+    approximations += tuple(f"the wait at {w.op.loc}, later in a loop around the access, is not counted"
+                            for w in waits if w.index > site.index and w.loops and site.loops
+                            and w.loops[0] is site.loops[0])
     b.add(PROPERTY, site, hyps, goal, message + ("" if before else " (no wait precedes it)"), roles,
           deps=(frozenset(), approximations))

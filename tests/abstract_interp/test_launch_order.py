@@ -199,3 +199,23 @@ def test_argus_verify_refutes_the_shipped_early_read(capsys):
     assert "dependent_early_read: refuted" in out and "launch-order" in out and "reproduced" in out
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "planted bug" in text)
     assert f"dependent_early_read.py:{line}" in out
+
+
+@A.kernel(threads=32, grid=lambda n: (1,), assume=lambda n: [n >= 2])
+def rounds(x: A.Global(A.f32, "n"), y: A.Global(A.f32, "n"), n: A.Index):
+    """Each round reads x[k], then waits: round 0 reads before any wait (later rounds after the
+    previous round's)."""
+    for k in A.range(n):
+        v = A.load(x.tile((1,), (k,)))
+        A.grid_dependency_wait()
+        if A.thread_id() == 0:
+            A.store(v + v, y.tile((1,), (k,)))
+
+
+def test_a_wait_later_in_the_loop_does_not_cover_the_first_round():
+    report = verify_kernel(rounds.specialize())
+    assert report.verdict in ("refuted", "unknown"), report.human()  # never proved, never an internal error
+    (result,) = [r for r in report.results if r.vc.property == "launch-order" and r.verdict != "proved"]
+    assert "later in a loop around the access" in " ".join(result.vc.approximations)
+    if result.verdict == "refuted":
+        assert result.counterexample.replay.status == "reproduced", result.counterexample.human()
