@@ -113,9 +113,9 @@ def _specializations() -> list[tuple[str, str, dict]]:
     # multiples of 128), each block the same number of tiles, each wave whole GROUP_M groups' columns
     out.append(("main_c1_sms128", "main", {**CANDIDATES[1].consts(), "SMS": 128}))
     out.append(("main_c3_sms128", "main", {**CANDIDATES[3].consts(), "SMS": 128}))  # the same, C's last boxes deferred
-    # dependent launches (PDL=True) of the picks: the setup overlaps the previous kernel (step 6 of `run`)
-    for key, consts in (("main_c1_sms128", {**CANDIDATES[1].consts(), "SMS": 128}),
-                        ("main_c3_sms128", {**CANDIDATES[3].consts(), "SMS": 128}), ("main_c4", CANDIDATES[4].consts())):
+    # dependent launches (PDL=True) of every candidate the autotuner may pick: the setup overlaps the
+    # previous kernel (step 6 of `run`)
+    for key, _, consts in [row for row in out if re.fullmatch(r"main_c\d+(_sms128)?", row[0])]:
         out.append((f"{key}_pdl", "main", {**consts, "PDL": True}))
     # the same grid for the 4096³ pick of the other types and epilogues (step 5 of `run` tunes the two)
     for variant in TIMED_VARIANTS:
