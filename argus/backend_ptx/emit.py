@@ -33,6 +33,7 @@ contract it into FMAs the reference interpreter does not perform.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -82,7 +83,7 @@ class PtxKernel:
     threads: int
     lowered: L.LoweredKernel = field(repr=False, compare=False)
 
-    @property
+    @functools.cached_property  # read at every launch: the text is searched once
     def dependent_launch(self) -> bool:
         """Launch with programmatic stream serialization: the kernel waits on the grid
         dependency (``griddepcontrol.wait``) before it touches global memory, as the verifier
