@@ -1421,12 +1421,54 @@ def _chain_times(calls: dict, launches: int, repeat: int) -> dict[str, float]:
     return {name: statistics.median(s.elapsed_time(e) for s, e in pairs) / launches for name, pairs in events.items()}
 
 
+def _graph_times(calls: dict, launches: int, repeat: int) -> dict[str, float]:
+    """As :func:`_chain_times`, with each name's ``launches`` calls captured once into a CUDA graph
+    and the graph replayed: no host time between the kernels, as in a captured forward pass (a
+    kernel that waits on the grid dependency keeps its programmatic edge in the graph).  A name
+    whose capture fails is left out; its error is under ``"errors"`` of the result."""
+    import statistics
+
+    import torch
+
+    graphs, errors = {}, {}
+    for name, (fn, inputs) in calls.items():
+        try:
+            for i in range(launches):  # the launch's argument checks and caches, outside the capture
+                fn(inputs[i % len(inputs)])
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for i in range(launches):
+                    fn(inputs[i % len(inputs)])
+            graph.replay()
+            torch.cuda.synchronize()
+            graphs[name] = graph
+        except Exception as error:  # reported next to the numbers
+            errors[name] = f"{type(error).__name__}: {error}"
+    events: dict[str, list] = {name: [] for name in graphs}
+    for _ in range(repeat):
+        for name, graph in graphs.items():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            events[name].append((start, end))
+    torch.cuda.synchronize()
+    out: dict = {name: statistics.median(s.elapsed_time(e) for s, e in pairs) / launches
+                 for name, pairs in events.items()}
+    if errors:
+        out["errors"] = errors
+    return out
+
+
 def chain(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, int, int]], launches: int,
           repeat: int) -> None:
     """Back-to-back GEMMs, as in a model's forward pass: ``launches`` calls on rotating inputs with
     no L2 flush and no event between them, timed as one and divided by ``launches``; median over
     ``repeat`` rounds, keys and ``torch.matmul`` interleaved round by round.  What a dependent
-    launch (``PDL=True``) is for: each kernel's setup overlaps the end of the one before it."""
+    launch (``PDL=True``) is for: each kernel's setup overlaps the end of the one before it.  The
+    same calls are timed again as a replayed CUDA graph (:func:`_graph_times`), without the host's
+    launch time between them."""
     out.mkdir(parents=True, exist_ok=True)
     manifest = json.loads((directory / "manifest.json").read_text())
     compiled = {}
@@ -1444,14 +1486,22 @@ def chain(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, i
                  for key in keys}
         calls["torch"] = (lambda a, v=torch_variant: _torch_gemm(v, a), sets[torch_variant])
         per_call = _chain_times(calls, launches, repeat)
+        graphed = _graph_times(calls, launches, repeat)
         flops = 2 * shape[0] * shape[1] * shape[2]
         row = {"shape": "x".join(map(str, shape)), "launches": launches, "repeat": repeat,
                **{f"{name}_ms": t for name, t in per_call.items()},
-               **{f"{key}_ratio": per_call["torch"] / per_call[key] for key in keys}}
+               **{f"{key}_ratio": per_call["torch"] / per_call[key] for key in keys},
+               "graph": graphed}
         rows.append(row)
         print(f"chain {row['shape']} x{launches}: torch {per_call['torch']:.4f} ms "
               f"({flops / per_call['torch'] / 1e9:.1f} TFLOP/s); "
               + "; ".join(f"{key} {per_call[key]:.4f} ms ratio {row[key + '_ratio']:.3f}" for key in keys), flush=True)
+        if "torch" in graphed:
+            print(f"graph {row['shape']} x{launches}: torch {graphed['torch']:.4f} ms; "
+                  + "; ".join(f"{key} {graphed[key]:.4f} ms ratio {graphed['torch'] / graphed[key]:.3f}"
+                              for key in keys if key in graphed), flush=True)
+        if "errors" in graphed:
+            print(f"graph capture failed: {graphed['errors']}", flush=True)
     (out / "chain.json").write_text(json.dumps(rows, indent=1) + "\n")
 
 
@@ -1476,13 +1526,16 @@ def dependent(compiled: dict, results: dict, good: set, repeat: int) -> None:
                "torch": lambda a: torch.matmul(a["a"], a["b"].t())}
         flushed = benchmark(fns, lambda r, sets=sets: (sets[r],), rotations=4, warmup=3, repeat=repeat)
         chained = _chain_times({name: (fn, sets) for name, fn in fns.items()}, 20, max(repeat // 2, 10))
+        graphed = _graph_times({name: (fn, sets) for name, fn in fns.items()}, 20, max(repeat // 2, 10))
         row = {"shape": list(shape), "key": best, "twin": twin,
-               "flushed_ms": {k: t.median for k, t in flushed.items()}, "chained_ms": chained}
+               "flushed_ms": {k: t.median for k, t in flushed.items()}, "chained_ms": chained, "graph_ms": graphed}
         rows.append(row)
+        in_graph = ("; graph: " + " ".join(f"{k} {graphed['torch'] / graphed[k]:.3f}" for k in (best, twin) if k in graphed)
+                    if "torch" in graphed else "")
         print(f"dependent {'x'.join(map(str, shape)):18s} flushed: {best} {flushed['torch'].median / flushed[best].median:.3f} "
               f"{twin} {flushed['torch'].median / flushed[twin].median:.3f}; back to back: "
-              f"{best} {chained['torch'] / chained[best]:.3f} {twin} {chained['torch'] / chained[twin]:.3f} "
-              f"(ratios torch / argus)", flush=True)
+              f"{best} {chained['torch'] / chained[best]:.3f} {twin} {chained['torch'] / chained[twin]:.3f}"
+              f"{in_graph} (ratios torch / argus)", flush=True)
         sets = []
         torch.cuda.empty_cache()
     results["dependent"] = rows
