@@ -29,9 +29,10 @@ backend, not a user path.  Then, in one process:
    against ``torch.matmul`` on the same stored operands (``torch.matmul(a, b)`` for ``b_n``);
 5. the fp16, bias + ReLU and fp32-C variants against torch's matmul with the same epilogue and
    output type, each at the faster of its 4096³ pick on 132 and on 128 persistent blocks;
-6. dependent launches: at 4096³, 2048³ and 128 x 14336 x 4096, the pick against its ``PDL=True``
-   twin (``<key>_pdl``, launched with programmatic stream serialization) and torch, behind the
-   L2 flush as in step 3 and back to back (``chain``: 20 calls timed as one).
+6. dependent launches: at 4096³, 2048³ and 128 x 14336 x 4096, the pick (a dependent launch,
+   ``PDL=True``, as every candidate) against its ``PDL=False`` twin (``<key>_serial``, fully
+   serialized behind the previous kernel) and torch, behind the L2 flush as in step 3, back to
+   back (``chain``: 20 calls timed as one) and as a replayed CUDA graph of the 20 calls.
 
 Results go to ``OUT/gemm.json`` (written after every step) and a table on stdout.
 
@@ -113,10 +114,10 @@ def _specializations() -> list[tuple[str, str, dict]]:
     # multiples of 128), each block the same number of tiles, each wave whole GROUP_M groups' columns
     out.append(("main_c1_sms128", "main", {**CANDIDATES[1].consts(), "SMS": 128}))
     out.append(("main_c3_sms128", "main", {**CANDIDATES[3].consts(), "SMS": 128}))  # the same, C's last boxes deferred
-    # dependent launches (PDL=True) of every candidate the autotuner may pick: the setup overlaps the
-    # previous kernel (step 6 of `run`)
+    # every candidate is a dependent launch (PDL=True: its setup overlaps the previous kernel); its
+    # twin without (PDL=False, fully serialized) is what step 6 of `run` times it against
     for key, _, consts in [row for row in out if re.fullmatch(r"main_c\d+(_sms128)?", row[0])]:
-        out.append((f"{key}_pdl", "main", {**consts, "PDL": True}))
+        out.append((f"{key}_serial", "main", {**consts, "PDL": False}))
     # the same grid for the 4096³ pick of the other types and epilogues (step 5 of `run` tunes the two)
     for variant in TIMED_VARIANTS:
         out.append((f"{variant}_tuned_sms128", variant, {**tuned_config(4096, 4096, 4096).consts(), "SMS": 128}))
@@ -1506,7 +1507,7 @@ def chain(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, i
 
 
 def dependent(compiled: dict, results: dict, good: set, repeat: int) -> None:
-    """Step 6 of ``run``: each pick against its dependent-launch twin (``<key>_pdl``, ``PDL=True``)
+    """Step 6 of ``run``: each pick (``PDL=True``) against its serialized twin (``<key>_serial``, ``PDL=False``)
     and ``torch.matmul``, at the shapes the pick was tuned at: behind the L2 flush as in step 3
     (an event between the flush and the GEMM), and back to back (20 calls timed as one, no flush,
     no event between them: :func:`_chain_times`)."""
@@ -1517,7 +1518,7 @@ def dependent(compiled: dict, results: dict, good: set, repeat: int) -> None:
     rows = []
     for shape in ((4096, 4096, 4096), (2048, 2048, 2048), (128, 14336, 4096)):
         best = results["autotune"].get(str(shape), {}).get("best")
-        twin = f"{best}_pdl"
+        twin = f"{best}_serial"
         if best is None or twin not in good or not results["gate"].get(twin, "").startswith("proved"):
             continue
         sets = [_inputs("main", shape, seed=41 + r) for r in range(4)]

@@ -145,7 +145,8 @@ def test_the_one_tile_row_pick_streams_b_through_l2_and_keeps_a(majors):
 
 
 def test_a_dependent_gemm_waits_before_its_first_global_access_and_triggers_after_its_last_load():
-    kernel = gemm_kernel().specialize(**{**tuned_config(4096, 4096, 4096).consts(), "PDL": True}, SMS=132)
+    assert tuned_config(4096, 4096, 4096).PDL  # every candidate is a dependent launch
+    kernel = gemm_kernel().specialize(**tuned_config(4096, 4096, 4096).consts(), SMS=132)
     ptx = emit_ptx(kernel, "sm_90a")
     text = ptx.text
     assert ptx.dependent_launch and text.count("griddepcontrol.wait;") == 1
@@ -153,5 +154,6 @@ def test_a_dependent_gemm_waits_before_its_first_global_access_and_triggers_afte
     assert text.index("mbarrier.init") < wait < text.index("cp.async.bulk.tensor")  # setup first, loads after
     trigger = text.index("griddepcontrol.launch_dependents;")
     assert text.rindex("cp.async.bulk.tensor.2d.shared::cluster") < trigger < text.index("wgmma.fence")
-    plain = emit_ptx(gemm_kernel().specialize(**tuned_config(4096, 4096, 4096).consts(), SMS=132), "sm_90a")
+    plain = emit_ptx(gemm_kernel().specialize(**{**tuned_config(4096, 4096, 4096).consts(), "PDL": False}, SMS=132),
+                     "sm_90a")
     assert not plain.dependent_launch and "griddepcontrol" not in plain.text

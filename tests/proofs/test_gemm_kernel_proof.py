@@ -308,15 +308,15 @@ def test_every_specialization_the_benchmark_runs_has_a_proof_record(args, config
 
 def test_the_benchmark_grid_candidates_have_proof_records(gemm_benchmark):
     """``benchmarks/gemm.py``'s keys at a fixed persistent grid (``main_c1_sms128``, its deferred
-    epilogue ``main_c3_sms128``, their dependent-launch twins and the variants' 4096³ picks at 128
+    epilogue ``main_c3_sms128``, their serialized twins (``PDL=False``) and the variants' 4096³ picks at 128
     blocks) enter its autotuners and step 6 only through the gate: their records must exist and
     be bound to the kernel now."""
     from argus.runtime.gate import find_record
 
     bench = gemm_benchmark
     fixed = [(key, variant, consts) for key, variant, consts in bench._specializations() if "SMS" in consts]
-    assert [key for key, *_ in fixed] == ["main_c1_sms128", "main_c3_sms128", "main_c1_sms128_pdl",
-                                          "main_c3_sms128_pdl", *(f"{v}_tuned_sms128" for v in bench.TIMED_VARIANTS)]
+    assert [key for key, *_ in fixed] == ["main_c1_sms128", "main_c3_sms128", "main_c1_sms128_serial",
+                                          "main_c3_sms128_serial", *(f"{v}_tuned_sms128" for v in bench.TIMED_VARIANTS)]
     for key, variant, consts in fixed:
         kernel = G.gemm_kernel(*bench.VARIANTS[variant]).specialize(**consts)
         record = find_record(kernel)

@@ -107,7 +107,7 @@ RECORDS = sorted((ROOT / "proofs").glob("*.json"))
 #: the library GEMM record re-proved in slow runs (each takes ~6 minutes; benchmarks/prove_gemm.py
 #: re-proves them all)
 REPROVED_LIBRARY = ("gemm_bf16_bf16[BN=256-BK=64-STAGES=4-GROUP_M=16-SMS=132-RELEASE=threads-EPILOGUE=auto-CLUSTER=1-"
-                    "INFLIGHT=0-L2=normal-PDL=False].json")
+                    "INFLIGHT=0-L2=normal-PDL=True].json")
 
 
 def test_the_library_record_re_proved_in_slow_runs_exists():
