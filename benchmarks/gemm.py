@@ -1509,8 +1509,8 @@ def chain(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, i
 def dependent(compiled: dict, results: dict, good: set, repeat: int) -> None:
     """Step 6 of ``run``: each pick (``PDL=True``) against its serialized twin (``<key>_serial``, ``PDL=False``)
     and ``torch.matmul``, at the shapes the pick was tuned at: behind the L2 flush as in step 3
-    (an event between the flush and the GEMM), and back to back (20 calls timed as one, no flush,
-    no event between them: :func:`_chain_times`)."""
+    (an event between the flush and the GEMM), back to back (20 calls timed as one, no flush, no
+    event between them: :func:`_chain_times`) and as a replayed CUDA graph (:func:`_graph_times`)."""
     import torch
 
     from argus.runtime.timing import benchmark
