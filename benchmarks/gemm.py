@@ -1397,66 +1397,62 @@ def k_scaling(compiled: dict, results: dict, key: str, ks: tuple[int, ...] = (10
           f"{torch_tflops:.1f} TFLOP/s", flush=True)
 
 
-def _chain_times(calls: dict, launches: int, repeat: int) -> dict[str, float]:
-    """Per-call milliseconds of ``launches`` back-to-back calls of each ``fn`` on its rotating
-    ``inputs`` (``calls``: name -> (fn, inputs)), no flush and no event between them; median over
-    ``repeat`` rounds, the names interleaved round by round."""
+def _round_times(rounds: dict, launches: int, repeat: int) -> dict[str, float]:
+    """Per-call milliseconds of each ``round`` (name -> a callable issuing ``launches`` calls),
+    timed between two events; median over ``repeat`` rounds, the names interleaved round by round."""
     import statistics
 
     import torch
 
-    for fn, inputs in calls.values():  # warm-up
-        for i in range(launches):
-            fn(inputs[i % len(inputs)])
     torch.cuda.synchronize()
-    events: dict[str, list] = {name: [] for name in calls}
+    events: dict[str, list] = {name: [] for name in rounds}
     for _ in range(repeat):
-        for name, (fn, inputs) in calls.items():
+        for name, issue in rounds.items():
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            for i in range(launches):
-                fn(inputs[i % len(inputs)])
+            issue()
             end.record()
             events[name].append((start, end))
     torch.cuda.synchronize()
     return {name: statistics.median(s.elapsed_time(e) for s, e in pairs) / launches for name, pairs in events.items()}
 
 
-def _graph_times(calls: dict, launches: int, repeat: int) -> dict[str, float]:
+def _issue(fn, inputs: list, launches: int) -> None:
+    for i in range(launches):
+        fn(inputs[i % len(inputs)])
+
+
+def _chain_times(calls: dict, launches: int, repeat: int) -> dict[str, float]:
+    """Per-call milliseconds of ``launches`` back-to-back calls of each ``fn`` on its rotating
+    ``inputs`` (``calls``: name -> (fn, inputs)), no flush and no event between them; median over
+    ``repeat`` rounds, the names interleaved round by round."""
+    for fn, inputs in calls.values():  # warm-up
+        _issue(fn, inputs, launches)
+    return _round_times({name: functools.partial(_issue, fn, inputs, launches) for name, (fn, inputs) in calls.items()},
+                        launches, repeat)
+
+
+def _graph_times(calls: dict, launches: int, repeat: int) -> dict:
     """As :func:`_chain_times`, with each name's ``launches`` calls captured once into a CUDA graph
     and the graph replayed: no host time between the kernels, as in a captured forward pass (a
     kernel that waits on the grid dependency keeps its programmatic edge in the graph).  A name
     whose capture fails is left out; its error is under ``"errors"`` of the result."""
-    import statistics
-
     import torch
 
     graphs, errors = {}, {}
     for name, (fn, inputs) in calls.items():
         try:
-            for i in range(launches):  # the launch's argument checks and caches, outside the capture
-                fn(inputs[i % len(inputs)])
+            _issue(fn, inputs, launches)  # the launch's argument checks and caches, outside the capture
             torch.cuda.synchronize()
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                for i in range(launches):
-                    fn(inputs[i % len(inputs)])
+                _issue(fn, inputs, launches)
             graph.replay()
             torch.cuda.synchronize()
             graphs[name] = graph
         except Exception as error:  # reported next to the numbers
             errors[name] = f"{type(error).__name__}: {error}"
-    events: dict[str, list] = {name: [] for name in graphs}
-    for _ in range(repeat):
-        for name, graph in graphs.items():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            events[name].append((start, end))
-    torch.cuda.synchronize()
-    out: dict = {name: statistics.median(s.elapsed_time(e) for s, e in pairs) / launches
-                 for name, pairs in events.items()}
+    out: dict = _round_times({name: graph.replay for name, graph in graphs.items()}, launches, repeat)
     if errors:
         out["errors"] = errors
     return out
