@@ -1397,23 +1397,31 @@ def k_scaling(compiled: dict, results: dict, key: str, ks: tuple[int, ...] = (10
           f"{torch_tflops:.1f} TFLOP/s", flush=True)
 
 
-def _round_times(rounds: dict, launches: int, repeat: int) -> dict[str, float]:
+def _round_times(rounds: dict, launches: int, repeat: int, host: dict | None = None) -> dict[str, float]:
     """Per-call milliseconds of each ``round`` (name -> a callable issuing ``launches`` calls),
-    timed between two events; median over ``repeat`` rounds, the names interleaved round by round."""
+    timed between two events; median over ``repeat`` rounds, the names interleaved round by round.
+    ``host``, if given, receives each name's median host time per call (µs) to issue its calls:
+    where that exceeds the kernel's time, back-to-back calls wait on the host."""
     import statistics
+    import time
 
     import torch
 
     torch.cuda.synchronize()
     events: dict[str, list] = {name: [] for name in rounds}
+    issued: dict[str, list] = {name: [] for name in rounds}
     for _ in range(repeat):
         for name, issue in rounds.items():
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
+            t0 = time.perf_counter()
             issue()
+            issued[name].append(time.perf_counter() - t0)
             end.record()
             events[name].append((start, end))
     torch.cuda.synchronize()
+    if host is not None:
+        host.update({name: statistics.median(t) / launches * 1e6 for name, t in issued.items()})
     return {name: statistics.median(s.elapsed_time(e) for s, e in pairs) / launches for name, pairs in events.items()}
 
 
@@ -1422,14 +1430,14 @@ def _issue(fn, inputs: list, launches: int) -> None:
         fn(inputs[i % len(inputs)])
 
 
-def _chain_times(calls: dict, launches: int, repeat: int) -> dict[str, float]:
+def _chain_times(calls: dict, launches: int, repeat: int, host: dict | None = None) -> dict[str, float]:
     """Per-call milliseconds of ``launches`` back-to-back calls of each ``fn`` on its rotating
     ``inputs`` (``calls``: name -> (fn, inputs)), no flush and no event between them; median over
-    ``repeat`` rounds, the names interleaved round by round."""
+    ``repeat`` rounds, the names interleaved round by round (``host``: see :func:`_round_times`)."""
     for fn, inputs in calls.values():  # warm-up
         _issue(fn, inputs, launches)
     return _round_times({name: functools.partial(_issue, fn, inputs, launches) for name, (fn, inputs) in calls.items()},
-                        launches, repeat)
+                        launches, repeat, host)
 
 
 def _graph_times(calls: dict, launches: int, repeat: int) -> dict:
@@ -1482,17 +1490,20 @@ def chain(directory: Path, out: Path, keys: list[str], shapes: list[tuple[int, i
         calls = {key: (lambda a, c=compiled[key], v=variants[key]: _launch(c, v, a), sets[variants[key]])
                  for key in keys}
         calls["torch"] = (lambda a, v=torch_variant: _torch_gemm(v, a), sets[torch_variant])
-        per_call = _chain_times(calls, launches, repeat)
+        host: dict[str, float] = {}
+        per_call = _chain_times(calls, launches, repeat, host)
         graphed = _graph_times(calls, launches, repeat)
         flops = 2 * shape[0] * shape[1] * shape[2]
         row = {"shape": "x".join(map(str, shape)), "launches": launches, "repeat": repeat,
                **{f"{name}_ms": t for name, t in per_call.items()},
                **{f"{key}_ratio": per_call["torch"] / per_call[key] for key in keys},
-               "graph": graphed}
+               "host_us": host, "graph": graphed}
         rows.append(row)
         print(f"chain {row['shape']} x{launches}: torch {per_call['torch']:.4f} ms "
               f"({flops / per_call['torch'] / 1e9:.1f} TFLOP/s); "
               + "; ".join(f"{key} {per_call[key]:.4f} ms ratio {row[key + '_ratio']:.3f}" for key in keys), flush=True)
+        print(f"host {row['shape']}: µs per call to issue: " + "; ".join(f"{name} {t:.1f}" for name, t in host.items()),
+              flush=True)
         if "torch" in graphed:
             print(f"graph {row['shape']} x{launches}: torch {graphed['torch']:.4f} ms; "
                   + "; ".join(f"{key} {graphed[key]:.4f} ms ratio {graphed['torch'] / graphed[key]:.3f}"

@@ -326,10 +326,10 @@ class CompiledKernel:
         driver = _driver()
         key = _launch_key(self.kernel, args, kwargs)
         cache = self.__dict__.setdefault("_launches", {})
-        if key is not None and key in cache:  # the same tensors, shapes and sizes: checked already
-            grid, pointers, keep, fn, ctx = cache[key]
-            if ctx == int(_check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent") or 0):
-                self._launch(driver, torch, fn, grid, pointers)
+        if key is not None:
+            launch = cache.get(key)  # the same tensors, shapes and sizes: checked already
+            if launch is not None and launch.ctx == int(_check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent") or 0):
+                launch(_current_stream(torch))
                 return
         bound = bind_arguments(self.kernel, args, kwargs)
         grid = self.grid(bound.sizes)
@@ -349,42 +349,75 @@ class CompiledKernel:
                 spec = self.ptx.lowered.tensor_maps[int(name[len("tmap"):])]
                 raw = encode_tensor_map(spec, bound.tensors[spec.param])
                 keep.append((ctypes.c_uint8 * 128).from_buffer_copy(raw))
-        pointers = (ctypes.c_void_p * max(len(keep), 1))(*[ctypes.addressof(v) for v in keep])
+        launch = _Launch(driver, fn, grid, self.kernel.launch.threads, self.ptx.dynamic_shared_bytes,
+                         tuple(self.kernel.launch.cluster), self.ptx.dependent_launch and _dependent_launches(),
+                         keep, int(_current_context()))
         if key is not None:
             if len(cache) >= _LAUNCH_CACHE:
                 cache.pop(next(iter(cache)))
-            cache[key] = (grid, pointers, keep, fn, int(_current_context()))
-        self._launch(driver, torch, fn, grid, pointers)
+            cache[key] = launch
+        launch(_current_stream(torch))
 
-    def _launch(self, driver: Any, torch: Any, fn: Any, grid: tuple[int, int, int], pointers: Any) -> None:
-        stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
-        threads = self.kernel.launch.threads
-        cluster = self.kernel.launch.cluster
+
+class _Launch:
+    """One checked argument set of a compiled kernel, ready to launch: its parameter buffers and,
+    for a launch with attributes (a cluster shape, a dependent launch), its driver launch
+    configuration, built once.  A call sets only the stream: the host's time per launch is what
+    back-to-back small kernels wait on."""
+
+    def __init__(self, driver: Any, fn: Any, grid: tuple[int, int, int], threads: int, shared: int,
+                 cluster: tuple[int, int, int], dependent: bool, keep: list[Any], ctx: int) -> None:
+        self.driver, self.fn, self.grid, self.threads, self.shared, self.keep, self.ctx = (
+            driver, fn, grid, threads, shared, keep, ctx)
+        self.pointers = (ctypes.c_void_p * max(len(keep), 1))(*[ctypes.addressof(v) for v in keep])
+        self.address = ctypes.addressof(self.pointers)
+        self.stream: int | None = None
+        self.handle = driver.CUstream(0)
         attrs = []
         if any(c > 1 for c in cluster):
             attr = driver.CUlaunchAttribute()
             attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
             attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
             attrs.append(attr)
-        if self.ptx.dependent_launch and _dependent_launches():
+        if dependent:
             # the kernel waits on the grid dependency before any global access (proved), so it
             # may start while the previous kernel of the stream finishes
             attr = driver.CUlaunchAttribute()
             attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
             attr.value.programmaticStreamSerializationAllowed = 1
             attrs.append(attr)
+        self.config = None
         if attrs:
             config = driver.CUlaunchConfig()
             config.gridDimX, config.gridDimY, config.gridDimZ = grid
             config.blockDimX, config.blockDimY, config.blockDimZ = threads, 1, 1
-            config.sharedMemBytes = self.ptx.dynamic_shared_bytes
-            config.hStream = stream
+            config.sharedMemBytes = shared
             config.attrs = attrs
             config.numAttrs = len(attrs)
-            _check(driver.cuLaunchKernelEx(config, fn, ctypes.addressof(pointers), 0), "cuLaunchKernelEx")
+            self.config = config
+
+    def __call__(self, stream: int) -> None:
+        driver = self.driver
+        if stream != self.stream:
+            self.stream, self.handle = stream, driver.CUstream(stream)
+            if self.config is not None:
+                self.config.hStream = self.handle
+        if self.config is not None:
+            result = driver.cuLaunchKernelEx(self.config, self.fn, self.address, 0)
         else:
-            _check(driver.cuLaunchKernel(fn, *grid, threads, 1, 1, self.ptx.dynamic_shared_bytes, stream,
-                                         ctypes.addressof(pointers), 0), "cuLaunchKernel")
+            result = driver.cuLaunchKernel(self.fn, *self.grid, self.threads, 1, 1, self.shared, self.handle,
+                                           self.address, 0)
+        if result[0] != driver.CUresult.CUDA_SUCCESS:
+            _check(result, "cuLaunchKernelEx" if self.config is not None else "cuLaunchKernel")
+
+
+def _current_stream(torch: Any) -> int:
+    """The raw handle of torch's current stream on the current device (torch's internal accessor
+    where it has one: building a ``torch.cuda.Stream`` object per launch costs microseconds)."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return int(raw(torch.cuda.current_device()))
+    return int(torch.cuda.current_stream().cuda_stream)
 
 
 def _dependent_launches() -> bool:
@@ -406,8 +439,7 @@ def _launch_key(kernel: N.Kernel, args: tuple[Any, ...], kwargs: dict[str, Any])
     key: list[Any] = []
     for value in (*args, *(kwargs[k] for k in sorted(kwargs))):
         if hasattr(value, "data_ptr") and hasattr(value, "stride"):
-            key.append((value.data_ptr(), tuple(value.shape), tuple(value.stride()), str(value.dtype),
-                        str(value.device)))
+            key.append((value.data_ptr(), value.shape, value.stride(), value.dtype, value.device))
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             key.append(value)
         else:
