@@ -76,7 +76,7 @@ def test_a_dependent_launch_builds_its_configuration_once_and_sets_only_the_stre
     assert _Config.built == before + 1
     assert [c[1] for c in calls] == [5, 5, 9, 9, 5]  # each launch on the stream it was given
     assert all(c[0] == "ex" for c in calls)
-    kind, _, attrs, params = calls[0]
+    _, _, attrs, params = calls[0]
     assert [a[0] for a in attrs] == ["pdl"] and attrs[0][1].programmaticStreamSerializationAllowed == 1
     # the parameter array points at the kept buffers, which stay alive with the launch
     array = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p * 2)).contents
