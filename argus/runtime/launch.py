@@ -407,7 +407,7 @@ class _Launch:
         else:
             result = driver.cuLaunchKernel(self.fn, *self.grid, self.threads, 1, 1, self.shared, self.handle,
                                            self.address, 0)
-        if result[0] != driver.CUresult.CUDA_SUCCESS:
+        if (result[0] if isinstance(result, tuple) else result) != driver.CUresult.CUDA_SUCCESS:
             _check(result, "cuLaunchKernelEx" if self.config is not None else "cuLaunchKernel")
 
 

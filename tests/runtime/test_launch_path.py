@@ -51,7 +51,7 @@ def _driver(fail: bool = False):
 
     def launch(fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         calls.append(("plain", int(stream), (gx, gy, gz, bx, shared), params))
-        return (_Result.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES if fail else _Result.CUDA_SUCCESS,)
+        return _Result.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES if fail else _Result.CUDA_SUCCESS  # a bare result
 
     ids = types.SimpleNamespace(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION="cluster",
                                 CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION="pdl")
