@@ -326,9 +326,11 @@ class CompiledKernel:
         driver = _driver()
         key = _launch_key(self.kernel, args, kwargs)
         cache = self.__dict__.setdefault("_launches", {})
+        dependent = self.ptx.dependent_launch and _dependent_launches()
         if key is not None:
             launch = cache.get(key)  # the same tensors, shapes and sizes: checked already
-            if launch is not None and launch.ctx == int(_check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent") or 0):
+            if (launch is not None and launch.dependent == dependent
+                    and launch.ctx == int(_check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent") or 0)):
                 launch(_current_stream(torch))
                 return
         bound = bind_arguments(self.kernel, args, kwargs)
@@ -350,8 +352,7 @@ class CompiledKernel:
                 raw = encode_tensor_map(spec, bound.tensors[spec.param])
                 keep.append((ctypes.c_uint8 * 128).from_buffer_copy(raw))
         launch = _Launch(driver, fn, grid, self.kernel.launch.threads, self.ptx.dynamic_shared_bytes,
-                         tuple(self.kernel.launch.cluster), self.ptx.dependent_launch and _dependent_launches(),
-                         keep, int(_current_context()))
+                         tuple(self.kernel.launch.cluster), dependent, keep, int(_current_context()))
         if key is not None:
             if len(cache) >= _LAUNCH_CACHE:
                 cache.pop(next(iter(cache)))
@@ -369,6 +370,7 @@ class _Launch:
                  cluster: tuple[int, int, int], dependent: bool, keep: list[Any], ctx: int) -> None:
         self.driver, self.fn, self.grid, self.threads, self.shared, self.keep, self.ctx = (
             driver, fn, grid, threads, shared, keep, ctx)
+        self.dependent = dependent
         self.pointers = (ctypes.c_void_p * max(len(keep), 1))(*[ctypes.addressof(v) for v in keep])
         self.address = ctypes.addressof(self.pointers)
         self.stream: int | None = None

@@ -118,3 +118,62 @@ def test_the_current_stream_comes_from_torch():
     cuda = types.SimpleNamespace(current_device=lambda: 0,
                                  current_stream=lambda: types.SimpleNamespace(cuda_stream=0x2000))
     assert L._current_stream(types.SimpleNamespace(_C=types.SimpleNamespace(), cuda=cuda)) == 0x2000
+
+
+class _Tensor:
+    def __init__(self, address):
+        self.address, self.shape, self.dtype, self.device = address, (64, 64), "bf16", "cuda:0"
+
+    def data_ptr(self):
+        return self.address
+
+    def stride(self):
+        return (64, 1)
+
+
+def _compiled(monkeypatch, dependent=True):
+    """A compiled kernel over the stand-in driver and torch, counting the argument checks."""
+    driver, calls = _driver()
+    driver.cuCtxGetCurrent = lambda: (_Result.CUDA_SUCCESS, 1)
+    checks = []
+
+    def bind(kernel, args, kwargs):
+        checks.append(args)
+        return types.SimpleNamespace(sizes={}, tensors={}, scalars={})
+
+    streams = iter(range(100, 200))
+    torch = types.SimpleNamespace(_C=types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: next(streams)),
+                                  cuda=types.SimpleNamespace(current_device=lambda: 0))
+    monkeypatch.setattr(L, "_driver", lambda: driver)
+    monkeypatch.setattr(L, "_torch", lambda: torch)
+    monkeypatch.setattr(L, "bind_arguments", bind)
+    monkeypatch.setattr(L, "_function", lambda *a: "fn")
+    monkeypatch.setattr(L, "_current_context", lambda: 1)
+    kernel = types.SimpleNamespace(assumptions=[], launch=types.SimpleNamespace(grid=(132,), threads=384,
+                                                                                cluster=(1, 1, 1)))
+    ptx = types.SimpleNamespace(params=[], dependent_launch=dependent, dynamic_shared_bytes=1024, name="k")
+    return L.CompiledKernel(kernel, None, ptx, types.SimpleNamespace(image=b"", key="k")), calls, checks
+
+
+def test_a_repeated_call_reuses_its_checked_launch_on_the_current_stream(monkeypatch):
+    compiled, calls, checks = _compiled(monkeypatch)
+    a, b = _Tensor(0x1000), _Tensor(0x2000)
+    for _ in range(3):
+        compiled(a, b)
+    assert len(checks) == 1  # checked once
+    assert [c[1] for c in calls] == [100, 101, 102]  # each launch on the stream current at its call
+    assert all(c[0] == "ex" and [x[0] for x in c[2]] == ["pdl"] for c in calls)
+    compiled(_Tensor(0x3000), b)  # another tensor: checked again
+    assert len(checks) == 2
+
+
+def test_turning_dependent_launches_off_takes_effect_on_a_cached_argument_set(monkeypatch):
+    compiled, calls, checks = _compiled(monkeypatch)
+    a, b = _Tensor(0x1000), _Tensor(0x2000)
+    compiled(a, b)
+    monkeypatch.setenv("ARGUS_DEPENDENT_LAUNCH", "0")
+    compiled(a, b)
+    assert len(checks) == 2 and calls[-1][0] == "plain"
+    monkeypatch.delenv("ARGUS_DEPENDENT_LAUNCH")
+    compiled(a, b)
+    assert calls[-1][0] == "ex"
