@@ -1,7 +1,9 @@
 """The host's launch path of a checked argument set (``argus.runtime.launch._Launch``), against a
-stand-in for cuda-bindings' driver module: the launch configuration is built once, a call sets
-only the stream, a dependent launch and a cluster shape travel as launch attributes, and a failing
-launch raises :class:`LaunchError`.  No GPU, torch or cuda-bindings needed."""
+stand-in for cuda-bindings' driver module and torch: the launch configuration is built once, a call
+sets only the stream, a dependent launch and a cluster shape travel as launch attributes, a failing
+launch raises :class:`LaunchError`; a repeated call of a compiled kernel is checked once and
+launched on the stream current at each call, and ``ARGUS_DEPENDENT_LAUNCH=0`` applies to an
+argument set launched before.  No GPU, torch or cuda-bindings needed."""
 
 from __future__ import annotations
 
