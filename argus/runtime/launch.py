@@ -373,8 +373,8 @@ class _Launch:
         self.dependent = dependent
         self.pointers = (ctypes.c_void_p * max(len(keep), 1))(*[ctypes.addressof(v) for v in keep])
         self.address = ctypes.addressof(self.pointers)
-        self.stream: int | None = None
-        self.handle = driver.CUstream(0)
+        self.stream: int | None = None  # the stream of the last call, and its driver handle
+        self.handle: Any = None
         attrs = []
         if any(c > 1 for c in cluster):
             attr = driver.CUlaunchAttribute()
@@ -405,12 +405,10 @@ class _Launch:
             if self.config is not None:
                 self.config.hStream = self.handle
         if self.config is not None:
-            result = driver.cuLaunchKernelEx(self.config, self.fn, self.address, 0)
+            _check(driver.cuLaunchKernelEx(self.config, self.fn, self.address, 0), "cuLaunchKernelEx")
         else:
-            result = driver.cuLaunchKernel(self.fn, *self.grid, self.threads, 1, 1, self.shared, self.handle,
-                                           self.address, 0)
-        if (result[0] if isinstance(result, tuple) else result) != driver.CUresult.CUDA_SUCCESS:
-            _check(result, "cuLaunchKernelEx" if self.config is not None else "cuLaunchKernel")
+            _check(driver.cuLaunchKernel(self.fn, *self.grid, self.threads, 1, 1, self.shared, self.handle,
+                                         self.address, 0), "cuLaunchKernel")
 
 
 def _current_stream(torch: Any) -> int:
