@@ -1,1 +1,2 @@
-"""Tuned kernels written in the argus DSL (``argus.kernels.gemm``: the Hopper GEMM)."""
+"""Tuned kernels written in the argus DSL: ``argus.kernels.gemm`` (the Hopper GEMM),
+``argus.kernels.matmul`` (its call on torch tensors) and ``argus.kernels.gemm_gfx942``."""
