@@ -181,3 +181,23 @@ def test_turning_dependent_launches_off_takes_effect_on_a_cached_argument_set(mo
     monkeypatch.delenv("ARGUS_DEPENDENT_LAUNCH")
     compiled(a, b)
     assert calls[-1][0] == "ex"
+
+
+def test_the_per_call_configuration_experiment_applies_to_this_launch_path(tmp_path):
+    """``benchmarks/gpu_round.sh`` times the kept launch against the per-call configuration of
+    ``benchmarks/experiments/launch_per_call_config.patch``: the patch must apply here and undo."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "argus" / "runtime").mkdir(parents=True)
+    shutil.copy(root / "argus" / "runtime" / "launch.py", tmp_path / "argus" / "runtime" / "launch.py")
+    patch = root / "benchmarks" / "experiments" / "launch_per_call_config.patch"
+    subprocess.run(["git", "apply", str(patch)], cwd=tmp_path, check=True)
+    patched = (tmp_path / "argus" / "runtime" / "launch.py").read_text()
+    assert "class _Launch" not in patched and "config.hStream = stream" in patched
+    subprocess.run(["git", "apply", "-R", str(patch)], cwd=tmp_path, check=True)
+    assert (tmp_path / "argus" / "runtime" / "launch.py").read_text() == (root / "argus/runtime/launch.py").read_text()
