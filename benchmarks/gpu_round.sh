@@ -12,7 +12,9 @@
 #   mkdir -p build/ptxz && xz -T2 -6 -c "$(python -c 'import argus.toolchain as t; print(t.find_ptxas())')" \
 #       > build/ptxz/ptxas.xz      # or any ptxas that assembles sm_90a, xz-compressed
 # On the GPU machine, from the repository root:
-#   bash benchmarks/gpu_round.sh                # MODE=ab skips steps 1 and 2 (e.g. on an H100)
+#   bash benchmarks/gpu_round.sh        # MODE=full (default): steps 1-3, about 9 minutes
+#   MODE=ab bash benchmarks/gpu_round.sh    # steps 3 and 4 (e.g. on an H100), about 5 minutes
+#   MODE=tests bash benchmarks/gpu_round.sh # step 4 alone
 set -u
 OUT=${OUT:-gpu_round}
 mkdir -p "$OUT"
@@ -32,16 +34,20 @@ if [ "$MODE" = full ]; then
         --shapes 4096x4096x4096 8192x8192x8192 --repeat 50 > "$OUT/sweep.log" 2>&1; echo "sweep rc $?"
     tail -12 "$OUT/sweep.log"
 fi
-K="main_c3_sms128 main_c3_sms128_serial"
-S="2048x2048x2048 4096x4096x1024 1024x1024x1024"
-P=benchmarks/experiments/launch_per_call_config.patch
-timeout 75 $G chain build/gemm --out "$OUT/kept1" --keys $K --shapes $S > "$OUT/kept1.log" 2>&1
-if git apply "$P" 2>/dev/null || patch -s -p1 < "$P"; then
-    timeout 75 $G chain build/gemm --out "$OUT/per_call" --keys $K --shapes $S > "$OUT/per_call.log" 2>&1
-    git apply -R "$P" 2>/dev/null || patch -s -R -p1 < "$P"
+if [ "$MODE" != tests ]; then
+    K="main_c3_sms128 main_c3_sms128_serial"
+    S="2048x2048x2048 4096x4096x1024 1024x1024x1024"
+    P=benchmarks/experiments/launch_per_call_config.patch
+    timeout 75 $G chain build/gemm --out "$OUT/kept1" --keys $K --shapes $S > "$OUT/kept1.log" 2>&1
+    if git apply "$P" 2>/dev/null || patch -s -p1 < "$P"; then
+        timeout 75 $G chain build/gemm --out "$OUT/per_call" --keys $K --shapes $S > "$OUT/per_call.log" 2>&1
+        git apply -R "$P" 2>/dev/null || patch -s -R -p1 < "$P"
+    fi
+    timeout 75 $G chain build/gemm --out "$OUT/kept2" --keys $K --shapes $S > "$OUT/kept2.log" 2>&1
+    grep -E "^chain|^host|^graph" "$OUT"/kept1.log "$OUT"/per_call.log "$OUT"/kept2.log
 fi
-timeout 75 $G chain build/gemm --out "$OUT/kept2" --keys $K --shapes $S > "$OUT/kept2.log" 2>&1
-grep -E "^chain|^host|^graph" "$OUT"/kept1.log "$OUT"/per_call.log "$OUT"/kept2.log
-timeout 120 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_matmul_gpu.py > "$OUT/matmul_tests.log" 2>&1
-echo "matmul gpu tests rc $?"; tail -3 "$OUT/matmul_tests.log"
+if [ "$MODE" != full ]; then
+    timeout 200 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_matmul_gpu.py > "$OUT/matmul_tests.log" 2>&1
+    echo "matmul gpu tests rc $?"; tail -3 "$OUT/matmul_tests.log"
+fi
 date -u
