@@ -2,9 +2,10 @@
 
 The call a user makes where they would call ``torch.matmul``.  It
 
-* reads each operand's layout from its strides: a row-major operand is read K-major, a
-  transposed view (``x.t()`` of a row-major tensor) MN-major, in place, by the kernel variant of
-  that layout (``a_major`` / ``b_major`` of :func:`argus.kernels.gemm.gemm_kernel`);
+* reads each operand's layout from its strides and hands it over in place to the kernel variant
+  of that layout (``a_major`` / ``b_major`` of :func:`argus.kernels.gemm.gemm_kernel`): a
+  row-major A (M x K) and a B that is the transposed view of a row-major N x K are read K-major,
+  a transposed view of a row-major K x M as A and a row-major B (K x N) MN-major;
 * picks the specialization: ``config=`` if given, else the fastest candidate timed on the
   caller's device for this shape (``autotune=True``, remembered per variant, shape and device),
   else :func:`argus.kernels.gemm.tuned_config`;
@@ -33,14 +34,15 @@ from argus.kernels.gemm import (
     gemm_kernel,
     tuned_config,
 )
+from argus.runtime.launch import TORCH_DTYPES
 
 __all__ = ["MatmulPlan", "autotune_candidates", "matmul", "plan_matmul"]
 
 PROVED_SMS = 132
 """The persistent grid every autotuner candidate's proof record is for (an H100/H200's SM count)."""
 
-_DTYPE_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32"}
-_TORCH_NAMES = {v: k.split(".")[1] for k, v in _DTYPE_NAMES.items()}
+_DTYPE_NAMES = {f"torch.{TORCH_DTYPES[name]}": name for name in ("bf16", "f16", "f32")}
+"""The operand and result types the GEMM takes, by the name of their torch dtype."""
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,7 @@ def plan_matmul(a: Any, b: Any, bias: Any = None, activation: str | None = None,
             raise GemmError(f"matmul: out must be a dense row-major {m} x {n} tensor (got shape "
                             f"{tuple(out.shape)}, strides {tuple(out.stride())})", hint="pass out=None for a new one")
     out_dtype = out_dtype or in_dtype
-    if out_dtype not in _TORCH_NAMES:
+    if out_dtype not in _DTYPE_NAMES.values():
         raise GemmError(f"matmul: out_dtype {out_dtype!r} is not supported", hint="use 'bf16', 'f16' or 'f32'")
     if bias is not None and (len(bias.shape) != 1 or bias.shape[0] != n):
         raise GemmError(f"matmul: bias must be a vector of N = {n} values (got shape {tuple(bias.shape)})")
@@ -214,7 +216,7 @@ def matmul(a: Any, b: Any, *, bias: Any = None, activation: str | None = None, o
         if t is not None and not t.is_cuda:
             raise GemmError(f"matmul: {name} is a {t.device} tensor", hint="the kernel runs on CUDA tensors")
     m, n = plan.m, plan.n
-    tout = getattr(torch, _TORCH_NAMES[plan.out_dtype])
+    tout = getattr(torch, TORCH_DTYPES[plan.out_dtype])
     if out is None:
         out = torch.empty((m, n), dtype=tout, device=a.device)
     if m == 0 or n == 0:
