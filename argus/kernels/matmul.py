@@ -11,7 +11,12 @@ The call a user makes where they would call ``torch.matmul``.  It
   else :func:`argus.kernels.gemm.tuned_config`;
 * compiles it through the verification gate once per specialization (``argus.compile``: a
   proof record, or the verifier on this machine; an unproved specialization is refused, never
-  run) and launches it on the current torch stream.
+  run) and launches it on the current torch stream.  ``proofs/`` holds the records of every
+  autotuner candidate of the plain bf16 GEMM (K-major, at 132 persistent blocks, and its 4096³
+  picks at 128) and of both default picks of the fp16, fp32-C, bias + ReLU and transposed-layout
+  variants; another combination (a bias without ReLU, say) goes to the verifier on its first
+  call where z3 or cvc5 is installed (minutes; it runs only if proved) and is refused with a
+  hint where neither is (``python benchmarks/prove_gemm.py`` proves with the GEMM's budgets).
 
 What the kernel cannot read in place is staged: an operand with neither its rows nor its columns
 dense, a base address off 16 bytes, or a row pitch TMA cannot describe (a multiple of 16 bytes:
