@@ -16,7 +16,8 @@ The call a user makes where they would call ``torch.matmul``.  It
   picks at 128) and of both default picks of the fp16, fp32-C, bias + ReLU and transposed-layout
   variants; another combination (a bias without ReLU, say) goes to the verifier on its first
   call where z3 or cvc5 is installed (minutes; it runs only if proved) and is refused with a
-  hint where neither is (``python benchmarks/prove_gemm.py`` proves with the GEMM's budgets).
+  hint where neither is (``argus verify "argus.kernels.gemm:gemm_kernel('bf16', 'bf16', True)"
+  --consts ... --rlimit 1000000000`` proves one with the GEMM's budgets, as in the README).
 
 What the kernel cannot read in place is staged: an operand with neither its rows nor its columns
 dense, a base address off 16 bytes, or a row pitch TMA cannot describe (a multiple of 16 bytes:
