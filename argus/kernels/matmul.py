@@ -42,7 +42,7 @@ from argus.kernels.gemm import (
 )
 from argus.runtime.launch import TORCH_DTYPES
 
-__all__ = ["MatmulPlan", "autotune_candidates", "matmul", "plan_matmul"]
+__all__ = ["MatmulPlan", "autotune_candidates", "linear", "matmul", "plan_matmul"]
 
 PROVED_SMS = 132
 """The persistent grid every autotuner candidate's proof record is for (an H100/H200's SM count)."""
@@ -255,3 +255,19 @@ def matmul(a: Any, b: Any, *, bias: Any = None, activation: str | None = None, o
     if c is not out:
         out.copy_(c[:, :n])
     return out
+
+
+def linear(x: Any, weight: Any, bias: Any = None, *, activation: str | None = None, out_dtype: str | None = None,
+           autotune: bool = False) -> Any:
+    """``torch.nn.functional.linear(x, weight, bias)`` (and ReLU) through :func:`matmul`: ``x`` of
+    shape ``(..., K)``, ``weight`` ``N x K`` (a layer's weight as stored: read K-major in place),
+    the result ``(..., N)``.  The leading dimensions of ``x`` are one M (a view where ``x`` is
+    dense, a copy otherwise)."""
+    if len(weight.shape) != 2:
+        raise GemmError(f"linear: the weight must be N x K (got shape {tuple(weight.shape)})")
+    if len(x.shape) == 0 or x.shape[-1] != weight.shape[1]:
+        raise GemmError(f"linear: x has shape {tuple(x.shape)}, the weight {tuple(weight.shape)}: "
+                        "the last dimension of x must be K = weight.shape[1]")
+    rows = x.reshape(-1, x.shape[-1])
+    y = matmul(rows, weight.t(), bias=bias, activation=activation, out_dtype=out_dtype, autotune=autotune)
+    return y.view(*x.shape[:-1], weight.shape[0])

@@ -73,3 +73,17 @@ def test_empty_extents_and_autotune():
     a, b = _operand(1024, 512, torch.bfloat16, False, 9), _operand(512, 768, torch.bfloat16, True, 10)
     _close(matmul(a, b, autotune=True), a, b)
     _close(matmul(a, b, autotune=True), a, b)  # the remembered pick
+
+
+def test_linear_matches_the_functional_linear():
+    from argus.kernels.matmul import linear
+
+    x = torch.randn(4, 96, 512, device="cuda").to(torch.bfloat16)  # (batch, sequence, K)
+    weight = torch.randn(768, 512, device="cuda").to(torch.bfloat16)  # N x K, as a layer stores it
+    bias = torch.randn(768, device="cuda").to(torch.bfloat16)
+    y = linear(x, weight, bias, activation="relu")
+    assert y.shape == (4, 96, 768) and y.dtype == torch.bfloat16
+    ref = torch.relu(x.double() @ weight.double().t() + bias.double())
+    rel = ((y.double() - ref).norm() / ref.norm()).item()
+    assert rel <= TOLERANCE[torch.bfloat16], rel
+    assert linear(x[0, 0], weight).shape == (768,)  # a single row

@@ -158,3 +158,12 @@ def test_staged_operands_give_the_product_of_the_originals(m, n, k):
     reference = a.astype(np.float64) @ b.astype(np.float64)
     assert not np.isnan(out).any()
     assert np.all(np.abs(out - reference) <= numerics.mma_tolerance(a, b))
+
+
+def test_linear_refuses_a_weight_that_is_no_matrix_and_a_k_that_differs():
+    from argus.kernels.matmul import linear
+
+    with pytest.raises(GemmError, match="weight must be N x K"):
+        linear(_T((8, 64)), _T((64,)))
+    with pytest.raises(GemmError, match=r"last dimension of x must be K = weight\.shape"):
+        linear(_T((2, 8, 64)), _T((32, 48)))
