@@ -1549,6 +1549,62 @@ def dependent(compiled: dict, results: dict, good: set, repeat: int) -> None:
     results["dependent"] = rows
 
 
+def api(out: Path, shapes: list[tuple[int, int, int]], repeat: int) -> None:
+    """``argus.kernels.matmul.matmul`` as a user calls it (operand layouts read from strides,
+    the specialization from ``tuned_config`` or ``autotune=True``, compiled through the gate from
+    the proof records, the call's own Python work included) against ``torch.matmul`` on the same
+    operands, interleaved, L2 flushed, median of ``repeat``; and ``linear`` with bias and ReLU
+    against ``relu(F.linear)`` on a (4, 2048, 4096) activation and a 14336 x 4096 weight."""
+    import torch
+
+    from argus.kernels.matmul import linear, matmul
+    from argus.runtime.timing import benchmark
+
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("ARGUS_CACHE_DIR", "/tmp/argus-cache")
+    rows = []
+    for shape in shapes:
+        m, n, k = shape
+        sets = []
+        for r in range(2):
+            g = torch.Generator(device="cuda").manual_seed(71 + r)
+            a = torch.randn(m, k, device="cuda", generator=g).to(torch.bfloat16)
+            b = torch.randn(n, k, device="cuda", generator=g).to(torch.bfloat16).t()  # K x N, read K-major
+            sets.append((a, b))
+        ok = _api_close(matmul(*sets[0], autotune=True), *sets[0])  # autotunes, then checks its pick
+        t = benchmark({"argus": lambda a, b: matmul(a, b), "argus_autotuned": lambda a, b: matmul(a, b, autotune=True),
+                       "torch": torch.matmul}, lambda r, sets=sets: sets[r], rotations=2, warmup=3, repeat=repeat)
+        row = {**_versus(shape, t), "check": ok, "autotuned_ms": t["argus_autotuned"].median,
+               "autotuned_ratio": t["torch"].median / t["argus_autotuned"].median}
+        rows.append(row)
+        print(f"api matmul {'x'.join(map(str, shape)):16s} default {row['ratio']:.3f} autotuned "
+              f"{row['autotuned_ratio']:.3f} (torch {row['torch_tflops']:.1f} TFLOP/s) check {ok}", flush=True)
+    x = torch.randn(4, 2048, 4096, device="cuda").to(torch.bfloat16)
+    w = torch.randn(14336, 4096, device="cuda").to(torch.bfloat16)
+    bias = torch.randn(14336, device="cuda").to(torch.bfloat16)
+    ok = _api_close(linear(x, w, bias, activation="relu").view(-1, 14336), x.view(-1, 4096), w.t(), bias, relu=True)
+    t = benchmark({"argus": lambda: linear(x, w, bias, activation="relu"),
+                   "torch": lambda: torch.relu(torch.nn.functional.linear(x, w, bias))},
+                  lambda r: (), rotations=1, warmup=3, repeat=repeat)
+    row = {**_versus((8192, 14336, 4096), t), "check": ok, "what": "linear (4, 2048, 4096) x (14336, 4096) + bias, ReLU"}
+    rows.append(row)
+    print(f"api linear 4x2048x4096 @ 14336x4096 + bias, ReLU: ratio {row['ratio']:.3f} (torch {row['torch_tflops']:.1f} "
+          f"TFLOP/s) check {ok}", flush=True)
+    (out / "api.json").write_text(json.dumps(_envelope({"api": rows}), indent=1) + "\n")
+
+
+def _api_close(result, a, b, bias=None, relu: bool = False) -> bool:
+    import torch
+
+    ref = a.double() @ b.double()
+    if bias is not None:
+        ref = ref + bias.double()
+    if relu:
+        ref = torch.relu(ref)
+    rel = ((result.double() - ref).norm() / ref.norm()).item()
+    return bool(rel <= TOLERANCE["bf16"] and not result.isnan().any().item())
+
+
 def _k_fit(rows: list[dict], column: str) -> tuple[float, float]:
     """(fixed ms, main-loop TFLOP/s) of the line through the first and last K of 4096 x 4096 x K:
     the time is ``fixed + K · 2 · 4096² / rate``."""
@@ -1612,8 +1668,14 @@ def main() -> None:
     t.add_argument("--keys", nargs="+", required=True)
     t.add_argument("--shape", default="4096x4096x4096")
     t.add_argument("--launches", type=int, default=3)
+    ap = sub.add_parser("api", help="argus.kernels.matmul / linear as a user calls them, against torch")
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gemm_out")))
+    ap.add_argument("--shapes", nargs="+", default=["4096x4096x4096", "2048x2048x2048", "128x14336x4096"])
+    ap.add_argument("--repeat", type=int, default=50)
     args = parser.parse_args()
-    if args.command == "chain":
+    if args.command == "api":
+        api(args.out, [tuple(int(v) for v in s.split("x")) for s in args.shapes], args.repeat)
+    elif args.command == "chain":
         chain(args.directory, args.out, args.keys, [tuple(int(v) for v in s.split("x")) for s in args.shapes],
               args.launches, args.repeat)
     elif args.command == "timeline":

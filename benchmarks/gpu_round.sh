@@ -1,20 +1,21 @@
 #!/bin/bash
-# The GEMM measurements of one GPU call, written under $OUT (default ./gpu_round):
+# The pending GEMM measurements, in one or two GPU calls, written under $OUT (default ./gpu_round):
 #   1. the gated benchmark (`benchmarks/gemm.py run`: every key from its proof record, float64
 #      checks, autotuner, all shapes, layouts, types, epilogues, dependent launch, K fit);
 #   2. a sweep of the 4096³ / 8192³ picks (median of 50, interleaved with torch.matmul);
 #   3. the host's launch path, A/B within the call: `chain` with the kept launch, then with
 #      benchmarks/experiments/launch_per_call_config.patch applied (a configuration built per
 #      call), then the kept launch again;
-#   4. the GPU tests of argus.kernels.matmul.
+#   4. the GPU tests of argus.kernels.matmul;
+#   5. matmul / linear as a user calls them against torch (`benchmarks/gemm.py api`).
 # Prepared on a machine with the solvers and ptxas, carried to the GPU machine:
 #   python benchmarks/gemm.py prepare build/gemm
 #   mkdir -p build/ptxz && xz -T2 -6 -c "$(python -c 'import argus.toolchain as t; print(t.find_ptxas())')" \
 #       > build/ptxz/ptxas.xz      # or any ptxas that assembles sm_90a, xz-compressed
 # On the GPU machine, from the repository root:
 #   bash benchmarks/gpu_round.sh        # MODE=full (default): steps 1-3, about 9 minutes
-#   MODE=ab bash benchmarks/gpu_round.sh    # steps 3 and 4 (e.g. on an H100), about 5 minutes
-#   MODE=tests bash benchmarks/gpu_round.sh # step 4 alone
+#   MODE=ab bash benchmarks/gpu_round.sh    # step 3 alone, about 4 minutes
+#   MODE=tests bash benchmarks/gpu_round.sh # steps 4 and 5, about 6 minutes
 set -u
 OUT=${OUT:-gpu_round}
 mkdir -p "$OUT"
@@ -34,7 +35,7 @@ if [ "$MODE" = full ]; then
         --shapes 4096x4096x4096 8192x8192x8192 --repeat 50 > "$OUT/sweep.log" 2>&1; echo "sweep rc $?"
     tail -12 "$OUT/sweep.log"
 fi
-if [ "$MODE" != tests ]; then
+if [ "$MODE" = full ] || [ "$MODE" = ab ]; then
     K="main_c3_sms128 main_c3_sms128_serial"
     S="2048x2048x2048 4096x4096x1024 1024x1024x1024"
     P=benchmarks/experiments/launch_per_call_config.patch
@@ -46,8 +47,10 @@ if [ "$MODE" != tests ]; then
     timeout 75 $G chain build/gemm --out "$OUT/kept2" --keys $K --shapes $S > "$OUT/kept2.log" 2>&1
     grep -E "^chain|^host|^graph" "$OUT"/kept1.log "$OUT"/per_call.log "$OUT"/kept2.log
 fi
-if [ "$MODE" != full ]; then
+if [ "$MODE" = tests ]; then
     timeout 200 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_matmul_gpu.py > "$OUT/matmul_tests.log" 2>&1
     echo "matmul gpu tests rc $?"; tail -3 "$OUT/matmul_tests.log"
+    timeout 150 $G api --out "$OUT/api" > "$OUT/api.log" 2>&1; echo "api rc $?"
+    grep "^api" "$OUT/api.log"
 fi
 date -u
