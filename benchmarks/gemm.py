@@ -971,15 +971,18 @@ def _check(compiled, variant: str, shape: tuple[int, int, int], seed: int) -> di
     out = args["c"]
     ref = _reference(variant, args)
     mine = _torch_gemm(variant, args)
-    norm = ref.norm().item() or 1.0
-    rel = (out.double() - ref).norm().item() / norm
-    rel_torch = (mine.double() - ref).norm().item() / norm
+    rel, rel_torch = _relative_error(out, ref), _relative_error(mine, ref)
     nan = int(torch.isnan(out).sum().item())
     tol = TOLERANCE[VARIANTS[variant][1]]
     ok = nan == 0 and rel <= tol
     return {"variant": variant, "shape": list(shape), "ok": ok, "rel_err": rel, "torch_rel_err": rel_torch,
             "max_abs_err": float((out.double() - ref).abs().max().item()),
             "torch_max_abs_err": float((mine.double() - ref).abs().max().item()), "nan": nan, "tolerance": tol}
+
+
+def _relative_error(out, ref) -> float:
+    """The relative Frobenius error of ``out`` against the float64 ``ref``."""
+    return (out.double() - ref).norm().item() / (ref.norm().item() or 1.0)
 
 
 def _envelope(results: dict) -> dict:
@@ -1601,8 +1604,7 @@ def _api_close(result, a, b, bias=None, relu: bool = False) -> bool:
         ref = ref + bias.double()
     if relu:
         ref = torch.relu(ref)
-    rel = ((result.double() - ref).norm() / ref.norm()).item()
-    return bool(rel <= TOLERANCE["bf16"] and not result.isnan().any().item())
+    return bool(_relative_error(result, ref) <= TOLERANCE["bf16"] and not result.isnan().any().item())
 
 
 def _k_fit(rows: list[dict], column: str) -> tuple[float, float]:
